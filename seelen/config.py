@@ -1,0 +1,224 @@
+"""Settings: command-line flags > environment > `.env` > defaults.
+
+Nothing here touches the disk at import time. `load_settings` reads `.env` (without
+changing `os.environ`), validates every value and raises `ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from seelen.errors import ConfigError
+
+PROFILE_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+def _default_data_dir() -> str:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(base) / "seelen")
+
+
+def _int(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError(f"expected a whole number, got {raw!r}") from None
+        if not minimum <= value <= maximum:
+            raise ValueError(f"must be between {minimum} and {maximum}, got {value}")
+        return value
+
+    return parse
+
+
+def _float(minimum: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ValueError(f"expected a number, got {raw!r}") from None
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"expected true or false, got {raw!r}")
+
+
+def _str(raw: str) -> str:
+    return raw.strip()
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in options:
+            raise ValueError(f"must be one of {', '.join(options)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def _timezone(raw: str) -> str:
+    value = raw.strip()
+    if not value:
+        return ""
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown timezone {value!r} (try e.g. Europe/Berlin or UTC)") from None
+    return value
+
+
+def _profile(raw: str) -> str:
+    value = raw.strip()
+    if not value or not set(value) <= PROFILE_CHARS or value.startswith("."):
+        raise ValueError(f"use letters, digits, '-', '_' or '.', got {raw!r}")
+    return value
+
+
+def _setting(env: str, default: Any, parse: Callable[[str], Any], doc: str) -> Any:
+    return field(default=default, metadata={"env": env, "parse": parse, "doc": doc})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of Seelen, validated. Build it with `load_settings`."""
+
+    openai_api_key: str = _setting("OPENAI_API_KEY", "", _str, "API key of the endpoint")
+    openai_base_url: str = _setting(
+        "OPENAI_BASE_URL",
+        "",
+        _str,
+        "any OpenAI-compatible endpoint, e.g. http://localhost:11434/v1",
+    )
+    llm_provider: str = _setting(
+        "LLM_PROVIDER",
+        "auto",
+        _choice("auto", "openai", "local"),
+        "auto: the endpoint if OPENAI_BASE_URL or OPENAI_API_KEY is set, else the local model",
+    )
+    chat_model: str = _setting("CHAT_MODEL", "", _str, "model for the conversation")
+    tool_model: str = _setting("TOOL_MODEL", "", _str, "model for summaries and memory upkeep")
+    local_model_path: str = _setting(
+        "LOCAL_MODEL_PATH", "", _str, "a GGUF file for the local provider (default: bundled)"
+    )
+    data_dir: str = _setting("SEELEN_DATA_DIR", "", _str, "where memories live")
+    profile: str = _setting("SEELEN_PROFILE", "default", _profile, "separate memories per profile")
+    max_conv_num: int = _setting("MAX_CONV_NUM", 20, _int(2), "live turns before folding")
+    refresh_every_conv_num: int = _setting(
+        "REFRESH_EVERY_CONV_NUM", 10, _int(1), "oldest turns folded into the summary at once"
+    )
+    recall_session_num: int = _setting(
+        "RECALL_SESSION_NUM", 3, _int(0, 50), "related past sessions shown to the model"
+    )
+    recall_conv_num: int = _setting(
+        "RECALL_CONV_NUM", 6, _int(0, 200), "related past turns shown to the model"
+    )
+    timezone: str = _setting("TIMEZONE", "", _timezone, "IANA name; empty = this machine's")
+    debug_mode: bool = _setting("DEBUG_MODE", False, _bool, "log prompts to logs/ (redacted)")
+    enable_mcp: bool = _setting("ENABLE_MCP", True, _bool, "connect the MCP servers")
+    mcp_servers_file: str = _setting(
+        "MCP_SERVERS_FILE", "mcp_servers.json", _str, "MCP server list, relative to the cwd"
+    )
+    embedding_provider: str = _setting(
+        "EMBEDDING_PROVIDER", "local", _choice("local", "openai"), "local ONNX or the endpoint"
+    )
+    embedding_model: str = _setting(
+        "EMBEDDING_MODEL", "", _str, "embedding model name when EMBEDDING_PROVIDER=openai"
+    )
+    request_timeout: float = _setting("REQUEST_TIMEOUT", 60.0, _float(1), "seconds per request")
+    max_retries: int = _setting("MAX_RETRIES", 3, _int(0, 10), "retries on 429, 5xx, timeouts")
+    max_tool_rounds: int = _setting("MAX_TOOL_ROUNDS", 6, _int(0, 50), "tool rounds per turn")
+    tool_timeout: float = _setting("TOOL_TIMEOUT", 30.0, _float(0.1), "seconds per tool call")
+    tool_result_chars: int = _setting(
+        "TOOL_RESULT_CHARS", 8000, _int(100), "tool results are cut to this size"
+    )
+    mcp_init_timeout: float = _setting(
+        "MCP_INIT_TIMEOUT", 15.0, _float(0.1), "seconds an MCP server has to answer its handshake"
+    )
+    context_tokens: int = _setting(
+        "CONTEXT_TOKENS", 8000, _int(512), "token budget of the whole prompt"
+    )
+    jina_api_key: str = _setting("JINA_API_KEY", "", _str, "enables the web_search tool")
+
+    @property
+    def profile_dir(self) -> Path:
+        """The data dir of the active profile."""
+        return Path(self.data_dir) / self.profile
+
+    @property
+    def effective_tool_model(self) -> str:
+        """TOOL_MODEL, or CHAT_MODEL when it is not set."""
+        return self.tool_model or self.chat_model
+
+
+def setting_docs() -> list[tuple[str, Any, str]]:
+    """(env key, default, description) of every setting, for `.env.example` and `--help`."""
+    return [(f.metadata["env"], f.default, f.metadata["doc"]) for f in fields(Settings)]
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    dotenv_path: Path | None = None,
+) -> Settings:
+    """Merge defaults < `.env` < environment < overrides (keyed by env name) and validate."""
+    from dotenv import dotenv_values
+
+    environ = os.environ if environ is None else environ
+    path = Path.cwd() / ".env" if dotenv_path is None else dotenv_path
+    raw: dict[str, Any] = {}
+    if path.is_file():
+        raw.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+    raw.update(environ)
+    raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        key = f.metadata["env"]
+        if key not in raw:
+            continue
+        value = raw[key]
+        if isinstance(value, str):
+            try:
+                value = f.metadata["parse"](value)
+            except ValueError as exc:
+                raise ConfigError(f"{key}: {exc}") from None
+        values[f.name] = value
+    if not values.get("data_dir"):
+        values["data_dir"] = _default_data_dir()
+    settings = Settings(**values)
+    if settings.refresh_every_conv_num >= settings.max_conv_num:
+        raise ConfigError(
+            f"REFRESH_EVERY_CONV_NUM: must be smaller than MAX_CONV_NUM "
+            f"({settings.refresh_every_conv_num} >= {settings.max_conv_num})"
+        )
+    return settings
+
+
+def prepare_profile_dir(settings: Settings) -> Path:
+    """Create the profile's data dir if needed and prove it is writable."""
+    path = settings.profile_dir
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"SEELEN_DATA_DIR: cannot write to {path} ({reason})") from None
+    return path

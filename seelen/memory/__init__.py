@@ -1,0 +1,1 @@
+"""Layered memory: sessions, recall, persona and prompt assembly."""

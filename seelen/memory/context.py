@@ -1,0 +1,128 @@
+"""Prompt assembly under a token budget, so a huge memory never overflows the context.
+
+Token counts are estimated offline (no tokenizer download): about four characters a token
+for alphabetic scripts, one token a character for CJK. That errs on the generous side for
+English, which is the safe side for a budget.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from seelen.prompts import DatedText, system_prompt
+from seelen.store import Turn
+
+# Shares of the whole budget per part; the live turns get what the others leave.
+SHARES = {
+    "persona": 0.10,
+    "profile": 0.10,
+    "summary": 0.10,
+    "related_sessions": 0.12,
+    "related_turns": 0.12,
+}
+
+
+def estimate_tokens(text: str) -> int:
+    """A fast, offline estimate of a text's token count."""
+    wide = sum(1 for ch in text if ord(ch) >= 0x2E80)
+    return (len(text) - wide) // 4 + wide + 1
+
+
+def clip(text: str, tokens: int) -> str:
+    """Cut `text` to about `tokens` tokens, marking the cut."""
+    if estimate_tokens(text) <= tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # binary search on length: the estimate is monotonic
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[:mid]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip() + " …"
+
+
+def _fit_items(items: Sequence[DatedText], tokens: int) -> list[DatedText]:
+    """Keep items in their rank order while they fit the budget."""
+    kept, used = [], 0
+    for item in items:
+        cost = estimate_tokens(item.text) + 12
+        if used + cost > tokens:
+            continue
+        kept.append(item)
+        used += cost
+    return kept
+
+
+@dataclass(frozen=True)
+class PromptParts:
+    persona: str
+    profile: str
+    session_summary: str
+    related_summaries: Sequence[DatedText]
+    related_turns: Sequence[DatedText]
+    live: Sequence[Turn]
+    now: datetime
+
+
+def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
+    """The system message plus the live turns as chat messages, within `budget` tokens."""
+    system = system_prompt(
+        persona=clip(parts.persona, int(budget * SHARES["persona"])),
+        profile=clip(parts.profile, int(budget * SHARES["profile"])),
+        session_summary=clip(parts.session_summary, int(budget * SHARES["summary"])),
+        related_summaries=_fit_items(
+            parts.related_summaries, int(budget * SHARES["related_sessions"])
+        ),
+        related_turns=_fit_items(parts.related_turns, int(budget * SHARES["related_turns"])),
+        now=parts.now,
+    )
+    left = budget - estimate_tokens(system)
+    return [{"role": "system", "content": system}, *live_messages(parts.live, left)]
+
+
+def live_messages(turns: Sequence[Turn], budget: int) -> list[dict[str, Any]]:
+    """The newest turns that fit, as chat messages; the newest one is always kept."""
+    picked: list[dict[str, Any]] = []
+    used = 0
+    for turn in reversed(turns):
+        message = turn_message(turn)
+        cost = estimate_tokens(json.dumps(message, ensure_ascii=False)) + 4
+        if picked and used + cost > budget:
+            break
+        picked.append(message)
+        used += cost
+    picked.reverse()
+    # A tool result whose assistant call was cut would be rejected by the API.
+    while picked and picked[0]["role"] == "tool":
+        picked.pop(0)
+    return picked
+
+
+def turn_message(turn: Turn) -> dict[str, Any]:
+    """One stored turn as an OpenAI chat message (tool calls and results included)."""
+    if turn.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": turn.meta.get("tool_call_id", ""),
+            "content": turn.text,
+        }
+    calls = turn.meta.get("tool_calls")
+    if turn.role == "assistant" and calls:
+        return {
+            "role": "assistant",
+            "content": turn.text or None,
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for c in calls
+            ],
+        }
+    return {"role": turn.role, "content": turn.text}

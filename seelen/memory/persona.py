@@ -1,0 +1,96 @@
+"""The two permanent memory files: the persona and the user profile.
+
+Both are plain text in the profile's data dir, copied from the repository's `data/` on first
+run. Every rewrite is atomic and first copies the old text into `history/`, so no update,
+by the model or by hand, can destroy what was there.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from seelen.atomic import atomic_write
+from seelen.store import now_ms
+
+PERSONA, PROFILE = "persona_memory.txt", "user_profile.txt"
+DEFAULTS_DIR = Path(__file__).resolve().parents[2] / "data"
+FALLBACK_PERSONA = "I am Seelen, a warm and concise companion who remembers the user.\n"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One rewrite of a memory file, for showing the user what changed."""
+
+    name: str
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before.strip() != self.after.strip()
+
+    def diff(self, max_lines: int = 40) -> list[str]:
+        """A short unified diff of the change (without the file header lines)."""
+        lines = difflib.unified_diff(
+            self.before.splitlines(), self.after.splitlines(), lineterm="", n=0
+        )
+        body = [ln for ln in lines if not ln.startswith(("---", "+++", "@@"))]
+        return body[:max_lines] + (
+            [f"… {len(body) - max_lines} more lines"] if len(body) > max_lines else []
+        )
+
+
+class PersonaFiles:
+    """Reads and safely rewrites `persona_memory.txt` and `user_profile.txt`."""
+
+    def __init__(self, directory: Path, defaults: Path = DEFAULTS_DIR) -> None:
+        self.dir = Path(directory)
+        self.history = self.dir / "history"
+        self._defaults = defaults
+
+    def ensure(self) -> None:
+        """Copy the shipped defaults for whichever file does not exist yet."""
+        for name in (PERSONA, PROFILE):
+            path = self.dir / name
+            if not path.exists():
+                source = self._defaults / name
+                text = source.read_text("utf-8") if source.is_file() else ""
+                if name == PERSONA and not text.strip():
+                    text = FALLBACK_PERSONA
+                atomic_write(path, text)
+
+    def path(self, name: str) -> Path:
+        """Where one of the two files lives."""
+        return self.dir / name
+
+    def read(self, name: str) -> str:
+        """The file's text ('' when it does not exist)."""
+        path = self.dir / name
+        return path.read_text("utf-8") if path.exists() else ""
+
+    @property
+    def persona(self) -> str:
+        return self.read(PERSONA)
+
+    @property
+    def profile(self) -> str:
+        return self.read(PROFILE)
+
+    def write(self, name: str, text: str) -> Change:
+        """Replace a file atomically, keeping the previous version in history/."""
+        before = self.read(name)
+        change = Change(name, before, text)
+        if not change.changed:
+            return change
+        if before:
+            stem = name.removesuffix(".txt")
+            atomic_write(self.history / f"{stem}.{now_ms()}.txt", before)
+        atomic_write(self.dir / name, text if text.endswith("\n") else text + "\n")
+        return change
+
+    def versions(self, name: str) -> list[Path]:
+        """Earlier versions of a file, oldest first."""
+        stem = name.removesuffix(".txt")
+        return sorted(self.history.glob(f"{stem}.*.txt"), key=lambda p: int(p.stem.split(".")[-1]))

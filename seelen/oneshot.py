@@ -1,0 +1,66 @@
+"""`seelen ask`: one question, one answer, as plain text, Markdown or JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from seelen.agent import Done, Failed, Notice, TextDelta, ToolFinished, TurnUsage
+from seelen.app import App
+
+
+async def answer_once(app: App, text: str, *, as_json: bool, ephemeral: bool) -> int:
+    """Answer `text`; returns the exit code (0 ok, 1 when the model failed)."""
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False)
+    await app.open_session(progress=lambda m: err.print(f"[dim]{m}[/dim]"))
+    if ephemeral:
+        app.sessions.open_ephemeral()
+    stream_plain = not as_json and not sys.stdout.isatty()
+    reply, usage, failure, tools = "", None, None, []
+    try:
+        async for event in app.bot.turn(text):
+            if isinstance(event, TextDelta) and stream_plain:
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+            elif isinstance(event, Done):
+                reply = event.text
+            elif isinstance(event, TurnUsage):
+                usage = event
+            elif isinstance(event, Failed):
+                failure = event.message
+            elif isinstance(event, ToolFinished):
+                tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
+            elif isinstance(event, Notice):
+                err.print(f"[yellow]{event.message}[/yellow]")
+    finally:
+        session_id = app.sessions.current.session_id
+        if ephemeral:
+            app.forget(await asyncio.to_thread(app.sessions.discard))
+    if failure is not None:
+        print(f"seelen: {failure}", file=sys.stderr)
+        if not ephemeral:
+            print(
+                "seelen: your question is saved; `seelen chat` and /retry answer it",
+                file=sys.stderr,
+            )
+        return 1
+    if as_json:
+        payload: dict[str, Any] = {
+            "reply": reply,
+            "session_id": None if ephemeral else session_id,
+            "usage": vars(usage) if usage else None,
+            "tool_calls": tools,
+        }
+        print(json.dumps(payload, ensure_ascii=False))
+    elif stream_plain:
+        if not reply.endswith("\n"):
+            sys.stdout.write("\n")
+    else:
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(reply))
+    return 0

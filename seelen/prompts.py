@@ -1,0 +1,116 @@
+"""Prompt templates as pure functions. The current time is always an argument."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+QUOTE_OPEN, QUOTE_CLOSE = "<memory-quote>", "</memory-quote>"
+_QUOTE = re.compile(re.escape(QUOTE_OPEN) + r".*?" + re.escape(QUOTE_CLOSE), re.DOTALL)
+
+RULES = f"""You are Seelen, a companion with a long-term memory of this user.
+- Below are your persona, your picture of the user, and memories recalled from earlier
+  sessions, each with its date. Use them naturally when they matter; never invent memories.
+- When you repeat an earlier memory word for word, wrap the quoted words in
+  {QUOTE_OPEN}…{QUOTE_CLOSE}.
+- Facts can change over time: the newest dated memory wins over an older one.
+- Answer in the user's language. Use Markdown when it helps."""
+
+
+@dataclass(frozen=True)
+class DatedText:
+    """A recalled text with its time (or time range) already formatted for the prompt."""
+
+    when: str
+    text: str
+    role: str = ""
+
+
+def strip_quotes(text: str) -> str:
+    """Remove recalled-memory quotations, so archived turns do not echo old memories."""
+    return re.sub(r"[ \t]{2,}", " ", _QUOTE.sub("", text)).strip()
+
+
+def system_prompt(
+    *,
+    persona: str,
+    profile: str,
+    session_summary: str,
+    related_summaries: Sequence[DatedText],
+    related_turns: Sequence[DatedText],
+    now: datetime,
+) -> str:
+    """The system message, in the design's order; empty parts are left out."""
+    parts = [
+        RULES,
+        _section("Your persona", persona),
+        _section("What you know about the user", profile),
+    ]
+    parts.append(_section("Earlier in this session (summary)", session_summary))
+    if related_summaries:
+        body = "\n".join(f"- [{s.when}] {s.text}" for s in related_summaries)
+        parts.append(_section("Related past sessions", body))
+    if related_turns:
+        body = "\n".join(f"- [{t.when}] {t.role}: {t.text}" for t in related_turns)
+        parts.append(_section("Related past messages", body))
+    parts.append(f"## Current time\n{now.strftime('%A, %Y-%m-%d %H:%M %Z').strip()}")
+    return "\n\n".join(p for p in parts if p)
+
+
+def _section(title: str, body: str) -> str:
+    return f"## {title}\n{body.strip()}" if body.strip() else ""
+
+
+def transcript(lines: Sequence[tuple[str, str, str]]) -> str:
+    """(when, role, text) lines as a plain transcript for the tool model."""
+    return "\n".join(f"[{when}] {role}: {text}" for when, role, text in lines)
+
+
+def fold_messages(previous: str, lines: Sequence[tuple[str, str, str]]) -> list[dict[str, str]]:
+    """Ask the tool model to fold the oldest turns into the rolling session summary."""
+    task = (
+        "Update the running summary of this conversation with the new turns below. Keep every "
+        "fact about the user, decisions, open questions and the assistant's promises, with "
+        "dates where given. Write plain prose, at most 200 words. Reply with the summary only."
+    )
+    body = f"Summary so far:\n{previous or '(none yet)'}\n\nNew turns:\n{transcript(lines)}"
+    return [{"role": "system", "content": task}, {"role": "user", "content": body}]
+
+
+def session_summary_messages(
+    rolling: str, lines: Sequence[tuple[str, str, str]]
+) -> list[dict[str, str]]:
+    """Ask the tool model for the final summary of a whole session."""
+    task = (
+        "Summarise this finished conversation for long-term memory. Keep facts about the user "
+        "(names, preferences, plans, feelings), what was decided, and anything to follow up, "
+        "with dates. Plain prose, at most 250 words. Reply with the summary only."
+    )
+    earlier = f"Summary of the earlier part:\n{rolling}\n\n" if rolling else ""
+    body = f"{earlier}Conversation:\n{transcript(lines)}"
+    return [{"role": "system", "content": task}, {"role": "user", "content": body}]
+
+
+def profile_update_messages(profile: str, summary: str, max_words: int) -> list[dict[str, str]]:
+    """Ask the tool model to merge a session summary into the user profile."""
+    task = (
+        "You maintain a profile of the user: stable facts, preferences, relationships, goals. "
+        "Merge the new session summary into the profile. Replace facts that changed, keep the "
+        f"rest, drop trivia. At most {max_words} words, short lines. Reply with the profile only."
+    )
+    body = f"Current profile:\n{profile.strip() or '(empty)'}\n\nNew session summary:\n{summary}"
+    return [{"role": "system", "content": task}, {"role": "user", "content": body}]
+
+
+def persona_update_messages(persona: str, summary: str, max_words: int) -> list[dict[str, str]]:
+    """Ask the tool model to let the assistant's persona grow from a session."""
+    task = (
+        "You maintain the self-image of an assistant named Seelen, written in the first "
+        "person. Update it only where the session below shows something lasting about how "
+        "Seelen should be with this user (tone, shared history, promises). Keep its core. "
+        f"At most {max_words} words. Reply with the persona text only."
+    )
+    body = f"Current persona:\n{persona.strip()}\n\nSession summary:\n{summary}"
+    return [{"role": "system", "content": task}, {"role": "user", "content": body}]

@@ -1,0 +1,46 @@
+"""Shared fixtures: every test gets its own data dir and a real OpenAI-protocol server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from model_server import ModelServer
+
+# The `model_server` fixture: a real HTTP server speaking the OpenAI protocol.
+pytest_plugins = ["model_server"]
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point Seelen at a temporary data dir and clear settings from the outer environment."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith(
+            ("OPENAI_", "SEELEN_", "CHAT_", "TOOL_", "LLM_", "EMBEDDING_", "JINA_")
+        ) or key in {
+            "MAX_CONV_NUM",
+            "REFRESH_EVERY_CONV_NUM",
+            "TIMEZONE",
+            "DEBUG_MODE",
+            "ENABLE_MCP",
+            "MCP_SERVERS_FILE",
+        }:
+            monkeypatch.delenv(key, raising=False)
+    directory = tmp_path / "data"
+    monkeypatch.setenv("SEELEN_DATA_DIR", str(directory))
+    monkeypatch.chdir(tmp_path)  # no stray .env or mcp_servers.json from the checkout
+    return directory
+
+
+@pytest.fixture
+def env(model_server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> ModelServer:
+    """Environment pointing Seelen at the test model server; returns the server."""
+    monkeypatch.setenv("OPENAI_BASE_URL", model_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-key-123")
+    monkeypatch.setenv("CHAT_MODEL", "test-model")
+    monkeypatch.setenv("MAX_RETRIES", "1")
+    monkeypatch.setenv("ENABLE_MCP", "false")
+    monkeypatch.setenv("TIMEZONE", "UTC")
+    return model_server

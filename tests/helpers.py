@@ -1,0 +1,29 @@
+"""Small helpers shared by the tests: run the real `seelen` command, open the real store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from seelen.store import Store
+
+
+def run_seelen(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m seelen ARGS` as a user would, with the test environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "seelen", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def open_store(data_dir: Path, profile: str = "default") -> Store:
+    """The profile's real SQLite store."""
+    return Store(data_dir / profile / "chat_sessions.db")

@@ -1,0 +1,141 @@
+"""One turn through the real app: store, model client and HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from model_server import ModelServer, Reply
+
+from seelen.agent import Done, Failed, TextDelta
+from seelen.app import App, build_app
+from seelen.config import load_settings
+
+
+async def open_app() -> App:
+    app = build_app(load_settings())
+    await app.open_session()
+    return app
+
+
+async def collect(events) -> list:
+    return [e async for e in events]
+
+
+async def test_reply_streams_and_both_turns_are_saved(env: ModelServer) -> None:
+    env.enqueue("Nice to meet you, Ada!")
+    app = await open_app()
+    events = await collect(app.bot.turn("Hi, I am Ada"))
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert len(deltas) > 1 and "".join(deltas) == "Nice to meet you, Ada!"
+    turns = app.sessions.live_turns()
+    assert [(t.role, t.text) for t in turns] == [
+        ("user", "Hi, I am Ada"),
+        ("assistant", "Nice to meet you, Ada!"),
+    ]
+    request = env.chat_requests()[-1]
+    assert request["stream"] is True and request["model"] == "test-model"
+    assert request["messages"][0]["role"] == "system"
+    assert request["messages"][-1] == {"role": "user", "content": "Hi, I am Ada"}
+    assert env.headers[-1]["authorization"] == "Bearer sk-test-secret-key-123"
+    await app.aclose()
+
+
+async def test_session_is_restored_after_restart(env: ModelServer) -> None:
+    env.enqueue("Noted: blue.")
+    app = await open_app()
+    sid = app.sessions.current.session_id
+    await collect(app.bot.turn("My favourite colour is blue"))
+    await app.aclose()
+
+    app2 = await open_app()
+    assert app2.sessions.current.session_id == sid
+    env.enqueue("It is blue.")
+    await collect(app2.bot.turn("What is my favourite colour?"))
+    sent = env.chat_requests()[-1]["messages"]
+    assert {"role": "user", "content": "My favourite colour is blue"} in sent
+    assert {"role": "assistant", "content": "Noted: blue."} in sent
+    await app2.aclose()
+
+
+async def test_failed_call_keeps_the_turn_and_retry_answers_it(env: ModelServer) -> None:
+    env.enqueue(Reply(status=500), Reply(status=503, text="overloaded"))
+    app = await open_app()
+    events = await collect(app.bot.turn("Please remember my dentist is Dr. Oz"))
+    failure = [e for e in events if isinstance(e, Failed)]
+    assert failure and "503" in failure[0].message and "overloaded" in failure[0].message
+    assert len(env.chat_requests()) == 2  # one retry (MAX_RETRIES=1), then the error
+    assert [t.text for t in app.sessions.live_turns()] == ["Please remember my dentist is Dr. Oz"]
+    assert app.bot.unanswered() == "Please remember my dentist is Dr. Oz"
+
+    env.enqueue("Got it: Dr. Oz.")
+    events = await collect(app.bot.retry())
+    assert isinstance(events[-1], Done) and events[-1].text == "Got it: Dr. Oz."
+    assert [(t.role, t.text) for t in app.sessions.live_turns()] == [
+        ("user", "Please remember my dentist is Dr. Oz"),
+        ("assistant", "Got it: Dr. Oz."),
+    ]
+    assert env.chat_requests()[-1]["messages"][-1]["content"] == (
+        "Please remember my dentist is Dr. Oz"
+    )
+    assert app.bot.unanswered() is None
+    await app.aclose()
+
+
+async def test_rate_limit_is_retried_with_backoff(env: ModelServer) -> None:
+    env.enqueue(Reply(status=429), "after the wait")
+    app = await open_app()
+    events = await collect(app.bot.turn("hello"))
+    assert events[-1] == Done("after the wait")
+    assert len(env.chat_requests()) == 2
+    await app.aclose()
+
+
+async def test_timeout_becomes_a_clear_error(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REQUEST_TIMEOUT", "1")
+    monkeypatch.setenv("MAX_RETRIES", "0")
+    env.enqueue(Reply(text="too late", delay=3))
+    app = await open_app()
+    events = await collect(app.bot.turn("are you there?"))
+    assert isinstance(events[-1], Failed)
+    assert "did not answer in time" in events[-1].message
+    assert app.bot.unanswered() == "are you there?"
+    await app.aclose()
+
+
+async def test_cancelled_reply_keeps_what_was_shown(env: ModelServer) -> None:
+    env.enqueue(Reply(text="one two three four five six seven eight", chunk_delay=0.15))
+    app = await open_app()
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in app.bot.turn("count slowly"):
+            if isinstance(event, TextDelta):
+                seen.append(event.text)
+
+    task = asyncio.create_task(consume())
+    while len(seen) < 3:
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    last = app.sessions.live_turns()[-1]
+    assert last.role == "assistant" and last.meta.get("interrupted") is True
+    assert last.text == "".join(seen) and 0 < len(last.text) < 30
+    await app.aclose()
+
+
+async def test_debug_log_never_contains_the_api_key(
+    env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEBUG_MODE", "true")
+    app = await open_app()
+    await collect(app.bot.turn("my key is sk-test-secret-key-123, keep it"))
+    log = (data_dir / "default" / "logs" / "prompts.jsonl").read_text()
+    assert "keep it" in log and "sk-test-secret-key-123" not in log
+    json.loads(log.splitlines()[-1])
+    await app.aclose()

@@ -1,0 +1,116 @@
+"""The real `seelen` command: piped chat, one-shot ask, JSON, crash safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from helpers import open_store, run_seelen
+from model_server import ModelServer, Reply
+
+from seelen.store import ARCHIVED
+
+
+def test_piped_chat_runs_slash_commands(env: ModelServer, data_dir: Path) -> None:
+    env.responder = lambda body: Reply(text=f"echo: {body['messages'][-1]['content']}")
+    result = run_seelen("chat", stdin="hi there\n/bogus\n/save\nafter save\n")
+    assert result.returncode == 0, result.stderr
+    assert "echo: hi there" in result.stdout
+    assert "Unknown command /bogus" in result.stdout
+    assert "Session archived" in result.stdout
+    store = open_store(data_dir)
+    sessions = store.list_sessions()
+    assert len(sessions) == 2
+    old, new = sessions[1], sessions[0]
+    assert old.status == ARCHIVED
+    assert [t.text for t in store.turns(old.session_id) if t.role == "user"] == ["hi there"]
+    assert [t.text for t in store.turns(new.session_id) if t.role == "user"] == ["after save"]
+    # The unknown command never reached the model.
+    assert not any("/bogus" in json.dumps(r) for r in env.chat_requests())
+
+
+def test_ask_answers_from_stdin_and_argument(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue("Paris.", "Berlin.")
+    piped = run_seelen("ask", stdin="Capital of France?\n")
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == "Paris.\n"
+    direct = run_seelen("ask", "Capital of Germany?")
+    assert direct.stdout == "Berlin.\n"
+    store = open_store(data_dir)
+    sid = store.active_session().session_id
+    assert [t.text for t in store.turns(sid)] == [
+        "Capital of France?",
+        "Paris.",
+        "Capital of Germany?",
+        "Berlin.",
+    ]
+
+
+def test_ask_json_prints_one_object(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue(Reply(text="**42**", prompt_tokens=11, completion_tokens=3))
+    result = run_seelen("ask", "--json", "meaning of life?")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["reply"] == "**42**"
+    assert payload["usage"]["prompt_tokens"] == 11
+    assert payload["usage"]["completion_tokens"] == 3
+    assert payload["session_id"] == open_store(data_dir).active_session().session_id
+
+
+def test_ask_ephemeral_keeps_nothing(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue("temporary")
+    result = run_seelen("ask", "--ephemeral", "--json", "forget me")
+    assert json.loads(result.stdout)["reply"] == "temporary"
+    assert open_store(data_dir).count_turns() == 0
+
+
+def test_ask_failure_exits_nonzero_and_keeps_question(env: ModelServer, data_dir: Path) -> None:
+    env.responder = lambda body: Reply(status=500)
+    result = run_seelen("ask", "will this survive?", env={"MAX_RETRIES": "0"})
+    assert result.returncode == 1
+    assert "answered 500" in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+    store = open_store(data_dir)
+    assert [t.text for t in store.turns(store.active_session().session_id)] == [
+        "will this survive?"
+    ]
+
+
+def test_kill_during_reply_loses_no_committed_turn(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue(Reply(text=" ".join(["word"] * 200), chunk_delay=0.05))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "chat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert proc.stdin is not None
+    proc.stdin.write("a message that must survive\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 30
+    while not env.chat_requests() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # mid-stream
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    store = open_store(data_dir)
+    session = store.active_session()
+    assert [t.text for t in store.turns(session.session_id)] == ["a message that must survive"]
+    # The next start restores the session, and the question can be answered.
+    env.enqueue("It survived.")
+    result = run_seelen("chat", stdin="/retry\n")
+    assert "It survived." in result.stdout
+
+
+def test_help_explains_commands() -> None:
+    result = run_seelen("--help")
+    assert result.returncode == 0
+    for name in ("chat", "ask", "save"):
+        assert name in result.stdout

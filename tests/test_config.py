@@ -1,0 +1,92 @@
+"""Configuration: precedence, validation and clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import run_seelen
+
+from seelen.config import load_settings, setting_docs
+from seelen.errors import ConfigError
+
+
+def test_flag_beats_environment_beats_dotenv(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("CHAT_MODEL=from-dotenv\nTOOL_MODEL=tool-from-dotenv\nMAX_CONV_NUM=30\n")
+    env = {"CHAT_MODEL": "from-env"}
+    settings = load_settings({}, environ=env, dotenv_path=dotenv)
+    assert settings.chat_model == "from-env"
+    assert settings.tool_model == "tool-from-dotenv"
+    assert settings.max_conv_num == 30
+    flagged = load_settings({"CHAT_MODEL": "from-flag"}, environ=env, dotenv_path=dotenv)
+    assert flagged.chat_model == "from-flag"
+
+
+def test_defaults_and_tool_model_falls_back_to_chat_model(tmp_path: Path) -> None:
+    settings = load_settings({}, environ={"CHAT_MODEL": "m1"}, dotenv_path=tmp_path / "none")
+    assert settings.max_conv_num == 20
+    assert settings.refresh_every_conv_num == 10
+    assert settings.effective_tool_model == "m1"
+    assert settings.profile_dir.name == "default"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("MAX_CONV_NUM", "abc", "MAX_CONV_NUM: expected a whole number"),
+        ("TIMEZONE", "Mars/Olympus", "TIMEZONE: unknown timezone"),
+        ("DEBUG_MODE", "maybe", "DEBUG_MODE: expected true or false"),
+        ("SEELEN_PROFILE", "../escape", "SEELEN_PROFILE"),
+        ("REFRESH_EVERY_CONV_NUM", "25", "REFRESH_EVERY_CONV_NUM: must be smaller"),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path: Path, key: str, value: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        load_settings({}, environ={key: value}, dotenv_path=tmp_path / "none")
+
+
+def test_bad_value_exits_2_with_one_line_and_no_traceback() -> None:
+    result = run_seelen("ask", "hello", env={"MAX_CONV_NUM": "abc"})
+    assert result.returncode == 2
+    assert result.stderr.strip() == "seelen: MAX_CONV_NUM: expected a whole number, got 'abc'"
+    assert "Traceback" not in result.stderr
+
+
+def test_unwritable_data_dir_exits_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    result = run_seelen(
+        "ask",
+        "hi",
+        env={
+            "SEELEN_DATA_DIR": str(blocker / "sub"),
+            "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+            "CHAT_MODEL": "x",
+        },
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("seelen: SEELEN_DATA_DIR: cannot write to")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_importing_creates_no_files(tmp_path: Path, data_dir: Path) -> None:
+    code = (
+        "import seelen.cli, seelen.config, seelen.store, seelen.app, seelen.agent, "
+        "seelen.repl, seelen.llm"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+    assert not data_dir.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_env_example_documents_every_setting() -> None:
+    example = (Path(__file__).parents[1] / ".env.example").read_text()
+    for key, default, _doc in setting_docs():
+        assert f"{key}=" in example, key
+        if isinstance(default, bool):
+            assert f"{key}={str(default).lower()}" in example
+        elif default not in ("", None):
+            assert f"{key}={default}" in example, key

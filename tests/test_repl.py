@@ -1,0 +1,156 @@
+"""The interactive REPL, driven through prompt-toolkit's pipe input."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+
+from model_server import ModelServer, Reply
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from seelen.app import build_app
+from seelen.config import load_settings
+from seelen.repl import COMMANDS, Repl, SlashCompleter
+from seelen.store import ARCHIVED
+
+
+def make_repl(pipe) -> tuple[Repl, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=100)
+    app = build_app(load_settings())
+    return Repl(app, console, pt_input=pipe, pt_output=DummyOutput()), out
+
+
+async def test_typed_lines_are_answered_and_exit_keeps_the_session(env: ModelServer) -> None:
+    env.enqueue("Hello Grace!")
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.start()
+        pipe.send_text("I am Grace\r")
+        pipe.send_text("/nonsense\r")
+        pipe.send_text("/exit\r")
+        await asyncio.wait_for(repl.run_interactive(), 20)
+    text = out.getvalue()
+    assert "Hello Grace!" in text
+    assert "Unknown command /nonsense" in text
+    session = repl.app.sessions.current
+    assert session.status == "active"
+    assert [t.text for t in repl.app.sessions.live_turns()] == ["I am Grace", "Hello Grace!"]
+    assert len(env.chat_requests()) == 1
+    await repl.app.aclose()
+
+
+async def test_alt_enter_inserts_a_newline_into_one_message(env: ModelServer) -> None:
+    with create_pipe_input() as pipe:
+        repl, _ = make_repl(pipe)
+        await repl.start()
+        pipe.send_text("first line\x1b\rsecond line\r/q\r")
+        await asyncio.wait_for(repl.run_interactive(), 20)
+    assert repl.app.sessions.live_turns()[0].text == "first line\nsecond line"
+    await repl.app.aclose()
+
+
+async def test_ctrl_d_exits_and_ctrl_c_twice_exits(env: ModelServer) -> None:
+    with create_pipe_input() as pipe:
+        repl, _ = make_repl(pipe)
+        await repl.start()
+        pipe.send_text("\x04")
+        await asyncio.wait_for(repl.run_interactive(), 10)
+    with create_pipe_input() as pipe:
+        repl2, out = make_repl(pipe)
+        await repl2.start()
+        pipe.send_text("\x03\x03")
+        await asyncio.wait_for(repl2.run_interactive(), 10)
+    assert "press Ctrl-C again" in out.getvalue()
+    await repl.app.aclose()
+    await repl2.app.aclose()
+
+
+async def test_restored_session_is_shown_on_start(env: ModelServer) -> None:
+    env.enqueue("Your cat is called Miso.")
+    with create_pipe_input() as pipe:
+        repl, _ = make_repl(pipe)
+        await repl.start()
+        await repl.handle("my cat is called Miso")
+        await repl.app.aclose()
+    with create_pipe_input() as pipe:
+        repl2, out = make_repl(pipe)
+        await repl2.start()
+    text = out.getvalue()
+    assert "Restored your session" in text and "my cat is called Miso" in text
+    await repl2.app.aclose()
+
+
+async def test_ctrl_c_stops_the_reply_and_keeps_what_was_shown(env: ModelServer) -> None:
+    env.enqueue(Reply(text=" ".join(f"w{i}" for i in range(100)), chunk_delay=0.05))
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.start()
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.6, os.kill, os.getpid(), signal.SIGINT)  # a real Ctrl-C signal
+        await asyncio.wait_for(repl.handle("count to a hundred"), 20)
+    assert "(stopped)" in out.getvalue()
+    reply = repl.app.sessions.live_turns()[-1]
+    assert reply.meta.get("interrupted") is True
+    assert reply.text.startswith("w0 w1") and "w99" not in reply.text
+    # The chat goes on after the interruption.
+    env.enqueue("still here")
+    await repl.handle("hello?")
+    assert repl.app.sessions.live_turns()[-1].text == "still here"
+    await repl.app.aclose()
+
+
+async def test_save_archives_and_starts_a_new_session(env: ModelServer) -> None:
+    env.responder = lambda body: Reply(text="A short summary.")
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.start()
+        await repl.handle("we talked about gardening")
+        old = repl.app.sessions.current.session_id
+        await repl.handle("/s")
+    assert repl.app.store.get_session(old).status == ARCHIVED
+    assert repl.app.sessions.current.session_id != old
+    assert "Session archived" in out.getvalue()
+    await repl.app.aclose()
+
+
+async def test_reset_clears_the_current_session(env: ModelServer) -> None:
+    with create_pipe_input() as pipe:
+        repl, _ = make_repl(pipe)
+        await repl.start()
+        await repl.handle("something embarrassing")
+        await repl.handle("/reset")
+    assert repl.app.sessions.live_turns() == []
+    await repl.app.aclose()
+
+
+async def test_help_lists_every_command_and_completion_offers_them(env: ModelServer) -> None:
+    from prompt_toolkit.document import Document
+
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.handle("/help")
+    text = out.getvalue()
+    for name in (
+        "/reset",
+        "/r",
+        "/save",
+        "/s",
+        "/saveandexit",
+        "/sq",
+        "/exit",
+        "/quit",
+        "/q",
+        "/help",
+        "/h",
+        "/retry",
+    ):
+        assert name in COMMANDS and name in text
+    completions = [c.text for c in SlashCompleter().get_completions(Document("/sa"), None)]
+    assert "/save" in completions and "/saveandexit" in completions
+    assert list(SlashCompleter().get_completions(Document("hello /sa"), None)) == []
+    await repl.app.aclose()

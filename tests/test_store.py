@@ -1,0 +1,93 @@
+"""The SQLite store: schema, migrations, ordering, full-text search, safety."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from seelen.store import ARCHIVED, Store, fts_query
+
+
+def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path) -> None:
+    store = Store(tmp_path / "chat_sessions.db")
+    assert store.applied_migrations() == ["m001_initial", "m002_full_text", "m003_archive_steps"]
+    store.close()
+    db = sqlite3.connect(tmp_path / "chat_sessions.db")
+    cols = {
+        t: {r[1] for r in db.execute(f"PRAGMA table_info({t})")}
+        for t in ("session", "conversation", "summary")
+    }
+    assert {
+        "session_id",
+        "start_timestamp",
+        "end_timestamp",
+        "status",
+        "current_conv_count",
+    } <= cols["session"]
+    assert {"session_id", "timestamp", "role", "text", "text_id"} <= cols["conversation"]
+    assert {"session_id", "summary", "text_id"} <= cols["summary"]
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # Reopening applies nothing twice.
+    assert Store(tmp_path / "chat_sessions.db").applied_migrations()[-1] == "m003_archive_steps"
+
+
+def test_turns_in_the_same_second_keep_their_order(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    sid = store.create_session().session_id
+    for i in range(50):
+        store.add_turn(sid, "user" if i % 2 == 0 else "assistant", f"turn {i}")
+    turns = store.turns(sid)
+    assert [t.text for t in turns] == [f"turn {i}" for i in range(50)]
+    assert all(t.ts_ms > 1_600_000_000_000 for t in turns)  # milliseconds, not seconds
+    assert [t.ts_ms for t in turns] == sorted(t.ts_ms for t in turns)
+    assert store.get_session(sid).conv_count == 50
+
+
+def test_a_turn_is_committed_when_add_turn_returns(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    sid = store.create_session().session_id
+    store.add_turn(sid, "user", "remember the milk")
+    # A second, independent connection (another process after a crash) sees it at once.
+    other = sqlite3.connect(tmp_path / "db")
+    assert other.execute("SELECT text FROM conversation").fetchall() == [("remember the milk",)]
+
+
+def test_full_text_search_ranks_and_filters_safely(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    a = store.create_session().session_id
+    quoted = "b' OR '1'='1"
+    store._db.execute("INSERT INTO session (session_id, start_timestamp) VALUES (?, 0)", (quoted,))
+    store.add_turn(a, "user", "My sister Lena lives in Porto")
+    store.add_turn(a, "assistant", "Porto is lovely in spring")
+    hit = store.add_turn(quoted, "user", "Lena's birthday is in March")
+    assert store.search_turns_text("where does Lena live?", 5)[0][0] != hit.text_id
+    ids = [i for i, _ in store.search_turns_text("Lena", 5, exclude_session=a)]
+    assert ids == [hit.text_id]
+    assert [i for i, _ in store.search_turns_text("Lena", 5, only_sessions=[quoted])] == [
+        hit.text_id
+    ]
+    assert store.search_turns_text("Lena", 5, only_sessions=["nope' OR 1=1 --"]) == []
+    # FTS syntax in user text is treated as words, never as query operators.
+    assert store.search_turns_text('Lena" OR NEAR(x', 5)
+    assert fts_query('a "b" c*') == '"b" OR "c"'
+
+
+def test_delete_session_removes_text_everywhere(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    sid = store.create_session().session_id
+    turn = store.add_turn(sid, "user", "secret plan about zebras")
+    store.add_summary(sid, "talked about zebras", 1, 2)
+    deleted = store.delete_session(sid)
+    assert turn.text_id in deleted and len(deleted) == 2
+    assert store.search_turns_text("zebras", 5) == []
+    assert store.search_summaries_text("zebras", 5) == []
+    assert store.get_session(sid) is None
+
+
+def test_archive_marks_end_time(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    sid = store.create_session().session_id
+    store.mark_archived(sid)
+    session = store.get_session(sid)
+    assert session.status == ARCHIVED and session.end_ms is not None
+    assert store.active_session() is None
