@@ -21,6 +21,7 @@ from seelen.config import Settings, prepare_profile_dir
 from seelen.errors import ConfigError
 from seelen.llm import OpenAIChatModel
 from seelen.memory.persona import PersonaFiles
+from seelen.memory.recall import Indexer, Recall
 from seelen.memory.sessions import Sessions
 from seelen.store import Store
 
@@ -83,7 +84,8 @@ class App:
     model: OpenAIChatModel
     bot: ChatBot
     clock: Clock
-    index: Any = None  # the background Indexer, once recall is wired
+    index: Indexer | None = None
+    recall: Recall | None = None
     closers: list[Callable[[], Any]] = field(default_factory=list)
 
     async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
@@ -103,6 +105,15 @@ class App:
         """Remove deleted texts from the vector index as well."""
         if text_ids and self.index is not None:
             self.index.forget(text_ids)
+
+    def start_background(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Re-index after an embedding-model change, then keep indexing in the background."""
+        if self.index is None:
+            return
+        if self.index.needs_reindex():
+            self.index.reset_for_new_model()
+            self.index.index_all(progress)
+        self.index.start()
 
     async def aclose(self) -> None:
         """Stop background work and close everything, newest first."""
@@ -130,11 +141,19 @@ def start_local_server(
     return provider
 
 
-def build_app(settings: Settings, *, progress: Callable[[str], None] = lambda _: None) -> App:
-    """Open the profile's store and files and wire the chat bot (no network yet)."""
+def build_app(
+    settings: Settings,
+    *,
+    progress: Callable[[str], None] = lambda _: None,
+    with_model: bool = True,
+) -> App:
+    """Open the profile's store, files and index, and wire the chat bot (no network yet).
+
+    `with_model=False` serves the memory commands: no model server is started or needed.
+    """
     directory = prepare_profile_dir(settings)
-    provider = choose_provider(settings)
     closers: list[Callable[[], Any]] = []
+    provider = choose_provider(settings) if with_model else Provider("none", "", "", "", "")
     if provider.kind == "local":
         provider = start_local_server(settings, provider, progress)
         closers.append(provider.server.stop)
@@ -154,19 +173,23 @@ def build_app(settings: Settings, *, progress: Callable[[str], None] = lambda _:
     sessions = Sessions(
         store,
         files,
-        model,
+        model if with_model else None,
         clock,
         tool_model_name=provider.tool_model,
         max_live=settings.max_conv_num,
         fold_count=settings.refresh_every_conv_num,
     )
+    indexer, recall = build_recall(settings, provider, store, directory)
+    closers.append(indexer.stop)
     bot = ChatBot(
         sessions,
         files,
         model,
         clock,
+        recall=recall,
         context_tokens=settings.context_tokens,
         max_tool_rounds=settings.max_tool_rounds,
+        on_saved=indexer.wake,
         log_prompt=prompt_logger(directory / "logs", provider.api_key)
         if settings.debug_mode
         else None,
@@ -180,8 +203,35 @@ def build_app(settings: Settings, *, progress: Callable[[str], None] = lambda _:
         model=model,
         bot=bot,
         clock=clock,
+        index=indexer,
+        recall=recall,
         closers=closers,
     )
+
+
+def build_recall(
+    settings: Settings, provider: Provider, store: Store, directory: Path
+) -> tuple[Indexer, Recall]:
+    """The embedder, the LanceDB index, the background indexer and the recall pipeline."""
+    from seelen.embed import make_embedder
+    from seelen.vectors import VectorIndex
+
+    embedder = make_embedder(
+        settings.embedding_provider,
+        settings.embedding_model,
+        provider.base_url or settings.openai_base_url,
+        provider.api_key or settings.openai_api_key,
+    )
+    index = VectorIndex(directory / "lancedb", embedder.model_id, embedder.dim)
+    indexer = Indexer(store, index, embedder)
+    recall = Recall(
+        store,
+        index,
+        embedder,
+        session_num=settings.recall_session_num,
+        conv_num=settings.recall_conv_num,
+    )
+    return indexer, recall
 
 
 _SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+)")

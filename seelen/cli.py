@@ -136,11 +136,175 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     settings = settings_from(profile, model, data_dir)
 
     async def body(application: Any) -> None:
-        repl = Repl(application, Console(highlight=False))
-        await application.open_session()
-        await repl.archive()
+        from seelen.manage import prepare
+
+        console = Console(highlight=False)
+        await prepare(application, console)
+        await Repl(application, console).archive()
 
     run(_with_app(settings, body))
+
+
+memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
+sessions_app = typer.Typer(help="List and read past sessions.")
+persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
+profile_app = typer.Typer(help="What Seelen knows about you (user_profile.txt).")
+app.add_typer(memory_app, name="memory")
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(persona_app, name="persona")
+app.add_typer(profile_app, name="profile")
+
+
+def _memory_command(
+    profile: str | None, data_dir: str | None, body: Callable[[Any, Any], Any]
+) -> Any:
+    """Run `body(app, console)` against the memory alone: no model is started."""
+    from rich.console import Console
+
+    from seelen.app import build_app
+
+    settings = settings_from(profile, None, data_dir)
+    application = build_app(settings, with_model=False)
+    try:
+        return body(application, Console(highlight=False))
+    finally:
+        run(application.aclose())
+
+
+@memory_app.command("search")
+def memory_search(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    limit: Annotated[int, typer.Option(help="how many turns")] = 10,
+    mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Ranked past summaries and turns for QUERY, with score, date and session."""
+    from seelen.manage import index_now, render_hits
+
+    if mode not in ("hybrid", "bm25", "vector"):
+        raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
+
+    def body(application: Any, console: Any) -> None:
+        index_now(application)
+        result = application.recall.search(query, None, mode, conv_num=limit)
+        render_hits(console, application, result)
+
+    _memory_command(profile, data_dir, body)
+
+
+@memory_app.command("forget")
+def memory_forget(
+    text_id: Annotated[
+        str | None, typer.Argument(help="id (or prefix) of a turn or summary")
+    ] = None,
+    session: Annotated[str | None, typer.Option("--session", help="forget a whole session")] = None,
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Delete a memory from SQLite and the vector index for good."""
+    from seelen.manage import forget_session, forget_text
+
+    if (text_id is None) == (session is None):
+        raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
+
+    def body(application: Any, console: Any) -> None:
+        if session is not None:
+            n = forget_session(application, session)
+            console.print(f"Forgot session {session} ({n} texts).")
+        else:
+            forget_text(application, text_id or "")
+            console.print(f"Forgot {text_id}.")
+
+    _memory_command(profile, data_dir, body)
+
+
+@memory_app.command("reindex")
+def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Embed every stored text again (after changing EMBEDDING_MODEL, or to repair)."""
+    from seelen.manage import reindex_all
+
+    def body(application: Any, console: Any) -> None:
+        n = reindex_all(application, console)
+        console.print(f"Re-indexed {n} texts.")
+
+    _memory_command(profile, data_dir, body)
+
+
+@sessions_app.command("list")
+def sessions_list(
+    limit: Annotated[int, typer.Option(help="how many, newest first")] = 30,
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """The newest sessions with their status and summary."""
+    from seelen.manage import render_sessions
+
+    _memory_command(profile, data_dir, lambda a, c: render_sessions(c, a, limit))
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: Annotated[str, typer.Argument(help="session id or a unique prefix")],
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Every turn of one session, with times and text ids."""
+    from seelen.manage import render_session, resolve_session
+
+    _memory_command(
+        profile, data_dir, lambda a, c: render_session(c, a, resolve_session(a, session_id))
+    )
+
+
+def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
+    @sub.command("show")
+    def show(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """Print the file."""
+        _memory_command(
+            profile,
+            data_dir,
+            lambda a, c: print(a.files.read(filename).rstrip() or f"({label} is empty)"),
+        )
+
+    @sub.command("edit")
+    def edit(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """Open it in $EDITOR; the previous version is kept in history/."""
+        from seelen.manage import edit_file
+
+        _memory_command(profile, data_dir, lambda a, c: edit_file(a, filename, c))
+
+    @sub.command("path")
+    def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """Print where the file lives."""
+        _memory_command(profile, data_dir, lambda a, c: print(a.files.path(filename)))
+
+
+_file_commands(persona_app, "persona_memory.txt", "the persona")
+_file_commands(profile_app, "user_profile.txt", "the profile")
+
+
+@app.command("export")
+def export(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json or markdown")] = "json",
+    output: Annotated[str | None, typer.Option("--output", "-o", help="file to write")] = None,
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Everything Seelen remembers: persona, profile, sessions, summaries and turns."""
+    from seelen.manage import write_export
+
+    if fmt not in ("json", "markdown"):
+        raise typer.BadParameter("use json or markdown", param_hint="--format")
+
+    def body(application: Any, console: Any) -> None:
+        text = write_export(application, fmt, output)
+        if text is not None:
+            sys.stdout.write(text + "\n")
+        else:
+            console.print(f"Exported to {output}.", stderr=True)
+
+    _memory_command(profile, data_dir, body)
 
 
 def main() -> None:

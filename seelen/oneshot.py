@@ -16,7 +16,9 @@ async def answer_once(app: App, text: str, *, as_json: bool, ephemeral: bool) ->
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False)
-    await app.open_session(progress=lambda m: err.print(f"[dim]{m}[/dim]"))
+    from seelen.manage import prepare
+
+    await prepare(app, err)
     if ephemeral:
         app.sessions.open_ephemeral()
     stream_plain = not as_json and not sys.stdout.isatty()

@@ -39,6 +39,7 @@ from seelen.agent import (
 )
 from seelen.app import App
 from seelen.errors import SeelenError
+from seelen.manage import index_now, prepare, render_hits, render_why
 
 Handler = Callable[["Repl", str], Awaitable[bool]]
 
@@ -192,9 +193,7 @@ class Repl:
 
     async def start(self) -> None:
         """Finish a half-done archive, then show the restored session if there is one."""
-        restored = await self.app.open_session(
-            progress=lambda step: self.console.print(f"[yellow]{escape(step)}…[/yellow]")
-        )
+        restored = await prepare(self.app, self.console)
         session = self.app.sessions.current
         turns = self.app.sessions.live_turns()
         self._turns = session.conv_count
@@ -368,4 +367,25 @@ async def _exit(repl: Repl, arg: str) -> bool:
 @command("/retry", help="answer your last message again (after an error)")
 async def _retry(repl: Repl, arg: str) -> bool:
     await repl.stream(repl.app.bot.retry())
+    return True
+
+
+@command("/memory", "/m", help="search your long-term memory", arg="QUERY")
+async def _memory(repl: Repl, arg: str) -> bool:
+    if not arg:
+        repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
+        return True
+    recall = repl.app.recall
+    if recall is None:
+        repl.console.print("[yellow]Recall is not available.[/yellow]")
+        return True
+    await asyncio.to_thread(index_now, repl.app)
+    result = await asyncio.to_thread(recall.search, arg, None, conv_num=10)
+    render_hits(repl.console, repl.app, result)
+    return True
+
+
+@command("/why", help="what was recalled for the last reply, and why")
+async def _why(repl: Repl, arg: str) -> bool:
+    render_why(repl.console, repl.app, repl.app.bot.last_recall)
     return True

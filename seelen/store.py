@@ -230,9 +230,9 @@ class Store:
 
     # --- sessions ------------------------------------------------------------------------
 
-    def create_session(self, status: str = ACTIVE) -> Session:
+    def create_session(self, status: str = ACTIVE, *, start_ms: int | None = None) -> Session:
         """Start a new session (active unless said otherwise)."""
-        sid, ts = new_id(), now_ms()
+        sid, ts = new_id(), start_ms if start_ms is not None else now_ms()
         with self._tx() as db:
             db.execute(
                 "INSERT INTO session (session_id, start_timestamp, status) VALUES (?, ?, ?)",
@@ -262,7 +262,7 @@ class Store:
 
     def find_sessions(self, prefix: str) -> list[Session]:
         """Sessions whose id starts with `prefix` (so users can type short ids)."""
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = _like_prefix(prefix)
         rows = self._query(
             "SELECT * FROM session WHERE session_id LIKE ? ESCAPE '\\' ORDER BY start_timestamp",
             (pattern,),
@@ -325,24 +325,41 @@ class Store:
     # --- turns ---------------------------------------------------------------------------
 
     def add_turn(
-        self, session_id: str, role: str, text: str, meta: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        role: str,
+        text: str,
+        meta: dict[str, Any] | None = None,
+        *,
+        ts_ms: int | None = None,
     ) -> Turn:
         """Append one turn and commit it before returning."""
-        text_id, ts = new_id(), now_ms()
-        meta = meta or {}
-        spoken = role in SPOKEN_ROLES and not meta.get("tool_calls")
+        return self.add_turns(session_id, [(role, text, meta, ts_ms)])[0]
+
+    def add_turns(
+        self,
+        session_id: str,
+        rows: Sequence[tuple[str, str, dict[str, Any] | None, int | None]],
+    ) -> list[Turn]:
+        """Append (role, text, meta, ts_ms or None) turns in one transaction."""
+        out = []
         with self._tx() as db:
-            cur = db.execute(
-                "INSERT INTO conversation (text_id, session_id, timestamp, role, text, meta, "
-                "indexed) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (text_id, session_id, ts, role, text, json.dumps(meta), 0 if spoken else 1),
-            )
+            for role, text, meta, ts in rows:
+                meta = meta or {}
+                text_id, ts = new_id(), ts if ts is not None else now_ms()
+                spoken = role in SPOKEN_ROLES and not meta.get("tool_calls")
+                cur = db.execute(
+                    "INSERT INTO conversation (text_id, session_id, timestamp, role, text, meta, "
+                    "indexed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (text_id, session_id, ts, role, text, json.dumps(meta), 0 if spoken else 1),
+                )
+                out.append(Turn(text_id, session_id, ts, role, text, cur.lastrowid or 0, meta))
             db.execute(
-                "UPDATE session SET current_conv_count = current_conv_count + 1 "
+                "UPDATE session SET current_conv_count = current_conv_count + ? "
                 "WHERE session_id = ?",
-                (session_id,),
+                (len(rows), session_id),
             )
-        return Turn(text_id, session_id, ts, role, text, cur.lastrowid or 0, meta)
+        return out
 
     def turns(self, session_id: str, *, after: int = 0) -> list[Turn]:
         """The turns of a session in order, skipping the first `after` of them."""
@@ -376,6 +393,16 @@ class Store:
             n = db.execute(f"DELETE FROM conversation WHERE text_id IN ({marks})", ids).rowcount
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
         return n
+
+    def find_text_ids(self, prefix: str) -> list[str]:
+        """Turn and summary ids that start with `prefix`."""
+        pattern = _like_prefix(prefix)
+        rows = self._query(
+            "SELECT text_id FROM conversation WHERE text_id LIKE ? ESCAPE '\\' UNION ALL "
+            "SELECT text_id FROM summary WHERE text_id LIKE ? ESCAPE '\\'",
+            (pattern, pattern),
+        )
+        return [r[0] for r in rows]
 
     def count_turns(self) -> int:
         """How many turns are stored in all sessions."""
@@ -476,6 +503,14 @@ class Store:
         sums = self._query("SELECT * FROM summary WHERE indexed = 0 LIMIT ?", (limit,))
         return [_turn(r) for r in turns], [_summary(r) for r in sums]
 
+    def count_unindexed(self) -> int:
+        """How many texts wait for the vector index."""
+        rows = self._query(
+            "SELECT (SELECT count(*) FROM conversation WHERE indexed = 0) + "
+            "(SELECT count(*) FROM summary WHERE indexed = 0)"
+        )
+        return rows[0][0]
+
     def mark_indexed(self, text_ids: Iterable[str], indexed: bool = True) -> None:
         """Record that these texts are (or are no longer) in the vector index."""
         ids = list(text_ids)
@@ -494,7 +529,7 @@ class Store:
         with self._tx() as db:
             db.execute(
                 "UPDATE conversation SET indexed = 0 WHERE role IN ('user', 'assistant') "
-                "AND meta NOT LIKE '%\"tool_calls\"%'"
+                "AND json_extract(meta, '$.tool_calls') IS NULL"
             )
             db.execute("UPDATE summary SET indexed = 0")
 
@@ -536,6 +571,11 @@ class _Transaction:
             self._db.execute("ROLLBACK" if exc_type else "COMMIT")
         finally:
             self._lock.release()
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching `prefix` literally at the start (escape character: \\)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _session(r: sqlite3.Row) -> Session:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from model_server import ModelServer
+
+if TYPE_CHECKING:
+    from model_server import ModelServer
 
 # The `model_server` fixture: a real HTTP server speaking the OpenAI protocol.
 pytest_plugins = ["model_server"]

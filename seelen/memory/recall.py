@@ -1,0 +1,279 @@
+"""Recall: past summaries and turns by meaning (vectors) and by words (BM25), fused.
+
+Two stages, as in the design: the `session_num` most relevant summaries of *other*
+sessions, then the `conv_num` most relevant turns, found both inside those sessions and by
+direct turn search. Ranked lists are fused by reciprocal rank: score = Σ 1 / (60 + rank).
+The current session is never recalled from the index (its turns are in the prompt already).
+
+The `Indexer` keeps LanceDB in step with SQLite in a background thread: texts are committed
+to SQLite first with `indexed = 0`, embedded in batches, added to LanceDB, then marked. A
+crash in between leaves them marked 0, and they are picked up on the next start.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seelen.store import Store, Summary, Turn
+
+RRF_K = 60
+MODES = ("hybrid", "bm25", "vector")
+Fused = list[tuple[str, float, dict[str, int]]]
+
+
+@dataclass(frozen=True)
+class RecalledItem:
+    """One recalled summary or turn, with why it was recalled."""
+
+    text_id: str
+    session_id: str
+    kind: str  # "summary" or "turn"
+    text: str
+    role: str
+    start_ms: int
+    end_ms: int
+    score: float
+    sources: dict[str, int] = field(default_factory=dict)  # ranker → rank (1 = best)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    query: str
+    summaries: list[RecalledItem]
+    turns: list[RecalledItem]
+    seconds: float
+    mode: str = "hybrid"
+
+
+def fuse(ranked: dict[str, Sequence[str]], k: int = RRF_K) -> Fused:
+    """Reciprocal-rank fusion of named ranked id lists; best first, with each id's ranks."""
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, ids in ranked.items():
+        for rank, text_id in enumerate(ids, start=1):
+            scores[text_id] = scores.get(text_id, 0.0) + 1.0 / (k + rank)
+            ranks.setdefault(text_id, {})[name] = rank
+    order = sorted(scores, key=lambda i: scores[i], reverse=True)
+    return [(i, scores[i], ranks[i]) for i in order]
+
+
+class Recall:
+    """Finds what the user said before that matters now."""
+
+    def __init__(
+        self,
+        store: Store,
+        index: Any,
+        embedder: Any,
+        *,
+        session_num: int = 3,
+        conv_num: int = 6,
+        candidates: int = 30,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.session_num = session_num
+        self.conv_num = conv_num
+        self.candidates = candidates
+        self.vectors_ready: Callable[[], bool] = lambda: True
+
+    def search(
+        self,
+        query: str,
+        current_session: str | None,
+        mode: str = "hybrid",
+        *,
+        conv_num: int | None = None,
+    ) -> RecallResult:
+        """Recall for `query`, never from `current_session`; `mode` picks the rankers."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        started = time.perf_counter()
+        use_words = mode in ("hybrid", "bm25")
+        use_vectors = mode in ("hybrid", "vector") and self._vectors_usable()
+        vector = self.embedder.embed([query])[0] if use_vectors else None
+        n = self.candidates
+
+        summary_lists: dict[str, Sequence[str]] = {}
+        if use_words:
+            summary_lists["bm25"] = _ids(
+                self.store.search_summaries_text(query, n, exclude_session=current_session)
+            )
+        if vector is not None:
+            summary_lists["vector"] = [
+                h.text_id
+                for h in self.index.search("summaries", vector, n, exclude_session=current_session)
+            ]
+        top_summaries = fuse(summary_lists)[: self.session_num]
+        summaries = self._summaries(top_summaries)
+        sessions = [s.session_id for s in summaries]
+
+        turn_lists: dict[str, Sequence[str]] = {}
+        if use_words:
+            turn_lists["bm25"] = _ids(
+                self.store.search_turns_text(query, n, exclude_session=current_session)
+            )
+            if sessions:
+                turn_lists["bm25_in_sessions"] = _ids(
+                    self.store.search_turns_text(query, n, only_sessions=sessions)
+                )
+        if vector is not None:
+            turn_lists["vector"] = [
+                h.text_id
+                for h in self.index.search("turns", vector, n, exclude_session=current_session)
+            ]
+            if sessions:
+                turn_lists["vector_in_sessions"] = [
+                    h.text_id for h in self.index.search("turns", vector, n, only_sessions=sessions)
+                ]
+        limit = self.conv_num if conv_num is None else conv_num
+        turns = self._turns(fuse(turn_lists), limit, current_session)
+        return RecallResult(query, summaries, turns, time.perf_counter() - started, mode)
+
+    def _vectors_usable(self) -> bool:
+        return self.index is not None and self.embedder is not None and self.vectors_ready()
+
+    def _summaries(self, fused: list[tuple[str, float, dict[str, int]]]) -> list[RecalledItem]:
+        found = self.store.get_summaries(i for i, _, _ in fused)
+        out = []
+        for text_id, score, ranks in fused:
+            s: Summary | None = found.get(text_id)
+            if s is not None:  # a vector whose text was deleted is simply skipped
+                out.append(
+                    RecalledItem(
+                        text_id,
+                        s.session_id,
+                        "summary",
+                        s.text,
+                        "",
+                        s.start_ms,
+                        s.end_ms,
+                        score,
+                        ranks,
+                    )
+                )
+        return out
+
+    def _turns(
+        self,
+        fused: list[tuple[str, float, dict[str, int]]],
+        limit: int,
+        current_session: str | None,
+    ) -> list[RecalledItem]:
+        found = self.store.get_turns(i for i, _, _ in fused[: limit * 3])
+        out = []
+        for text_id, score, ranks in fused[: limit * 3]:
+            t: Turn | None = found.get(text_id)
+            if t is None or t.session_id == current_session:
+                continue
+            out.append(
+                RecalledItem(
+                    text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks
+                )
+            )
+            if len(out) == limit:
+                break
+        return out
+
+
+def _ids(pairs: Sequence[tuple[str, float]]) -> list[str]:
+    return [text_id for text_id, _ in pairs]
+
+
+class Indexer:
+    """Embeds new texts from SQLite into LanceDB in a background thread."""
+
+    def __init__(self, store: Store, index: Any, embedder: Any, *, batch: int = 64) -> None:
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.batch = batch
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+
+    def needs_reindex(self) -> bool:
+        """True when the stored vectors were made by another embedding model."""
+        return not self.index.compatible()
+
+    def reset_for_new_model(self) -> None:
+        """Drop the old vectors and queue every text again (never mix two models' vectors)."""
+        self.index.reset()
+        self.store.mark_all_unindexed()
+
+    def pending(self) -> int:
+        """How many texts wait to be indexed."""
+        return self.store.count_unindexed()
+
+    def index_all(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Index everything pending now, in this thread; returns how many texts."""
+        total, done = self.pending(), 0
+        while not self._stop.is_set():
+            n = self._index_batch()
+            if n == 0:
+                break
+            done += n
+            if progress:
+                progress(done, max(total, done))
+        return done
+
+    def _index_batch(self) -> int:
+        from seelen.vectors import VectorRow
+
+        turns, summaries = self.store.unindexed(self.batch)
+        for kind, items in (("turns", turns), ("summaries", summaries)):
+            if not items:
+                continue
+            texts = [i.text for i in items]
+            vectors = self.embedder.embed(texts)
+            rows = [
+                VectorRow(i.text_id, i.session_id, _start(i), v)
+                for i, v in zip(items, vectors, strict=True)
+            ]
+            self.index.add(kind, rows)
+            self.store.mark_indexed([i.text_id for i in items])
+        return len(turns) + len(summaries)
+
+    def start(self) -> None:
+        """Run in the background until `stop`; `wake` makes it look for new texts at once."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="seelen-indexer", daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        """Tell the background thread a new text is waiting."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.index_all()
+                self.error = None
+            except Exception as exc:  # reported by /why and doctor; retried on next wake
+                self.error = f"{type(exc).__name__}: {exc}"
+            self._wake.wait(timeout=5.0)
+            self._wake.clear()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread (the current batch finishes first)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def forget(self, text_ids: Sequence[str]) -> None:
+        """Remove deleted texts' vectors."""
+        if text_ids:
+            for kind in ("turns", "summaries"):
+                self.index.delete(kind, text_ids=list(text_ids))
+
+
+def _start(item: Turn | Summary) -> int:
+    return item.ts_ms if isinstance(item, Turn) else item.start_ms
