@@ -307,6 +307,32 @@ def export(
     _memory_command(profile, data_dir, body)
 
 
+@app.command()
+def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt = None) -> None:
+    """Show the provider, models, embeddings and data dir in use, and check each one."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from seelen.doctor import facts, run_checks
+
+    settings = settings_from(profile, model, data_dir)
+    console = Console(highlight=False)
+
+    async def body(application: Any) -> bool:
+        table = Table(show_header=False, box=None)
+        for key, value in facts(application):
+            table.add_row(f"[bold]{key}[/bold]", value)
+        console.print(table)
+        checks = await run_checks(application)
+        for check in checks:
+            mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
+            console.print(f"{mark} {check.name}: {check.detail}")
+        return all(c.ok for c in checks)
+
+    if not run(_with_app(settings, body)):
+        raise typer.Exit(1)
+
+
 def main() -> None:
     """Console-script entry point: one clear line per error, never a traceback."""
     import click

@@ -217,6 +217,10 @@ class Store:
                     f"INSERT INTO migrations VALUES ('{migration.__name__}', {now_ms()}); COMMIT;"
                 )
 
+    def quick_check(self) -> str:
+        """SQLite's own consistency check: 'ok' when the file is healthy."""
+        return self._query("PRAGMA quick_check")[0][0]
+
     def applied_migrations(self) -> list[str]:
         """Names of the migrations applied to this database, in order."""
         return [r[0] for r in self._query("SELECT name FROM migrations ORDER BY rowid")]

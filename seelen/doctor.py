@@ -1,0 +1,79 @@
+"""`seelen doctor`: what is in use, and whether each part works."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from seelen.app import App
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def facts(app: App) -> list[tuple[str, str]]:
+    """What Seelen is using: provider, models, embedding backend, data dir."""
+    s, p = app.settings, app.provider
+    endpoint = p.base_url or "https://api.openai.com/v1"
+    if p.kind == "local" and p.server is not None:
+        endpoint = f"{p.base_url} (llama.cpp, {p.server.model_path.name})"
+    embedder = app.recall.embedder if app.recall else None
+    return [
+        ("provider", p.kind),
+        ("endpoint", endpoint),
+        ("chat model", p.chat_model),
+        ("tool model", p.tool_model),
+        ("embeddings", getattr(embedder, "model_id", "none")),
+        ("data dir", str(s.profile_dir)),
+        ("profile", s.profile),
+        ("timezone", s.timezone or "this machine's"),
+    ]
+
+
+async def _timed(name: str, probe: Callable[[], Awaitable[str]]) -> Check:
+    started = time.perf_counter()
+    try:
+        detail = await probe()
+    except Exception as exc:  # a doctor reports every failure instead of stopping at one
+        return Check(name, False, f"{type(exc).__name__}: {exc}"[:300])
+    return Check(name, True, f"{detail} ({(time.perf_counter() - started) * 1000:.0f} ms)")
+
+
+async def run_checks(app: App) -> list[Check]:
+    """Probe the model, the store and the vector index; each check reports on its own."""
+
+    async def model_answers() -> str:
+        reply = await app.model.complete(
+            [{"role": "user", "content": "Reply with the single word: ready"}]
+        )
+        if not reply:
+            raise RuntimeError("the model returned an empty answer")
+        return f"answered {reply[:40]!r}"
+
+    async def store_healthy() -> str:
+        verdict = await asyncio.to_thread(app.store.quick_check)
+        if verdict != "ok":
+            raise RuntimeError(f"SQLite quick_check: {verdict}")
+        turns = await asyncio.to_thread(app.store.count_turns)
+        return f"{turns} turns, migrations {', '.join(app.store.applied_migrations())}"
+
+    async def index_healthy() -> str:
+        if app.index is None or app.recall is None:
+            raise RuntimeError("recall is not configured")
+        if app.index.needs_reindex():
+            return "embedding model changed: the next chat re-indexes"
+        vectors = await asyncio.to_thread(app.recall.index.count, "turns")
+        pending = await asyncio.to_thread(app.index.pending)
+        vector = await asyncio.to_thread(app.recall.embedder.embed, ["doctor"])
+        return f"{vectors} turn vectors, {pending} pending, embedder dim {vector.shape[1]}"
+
+    checks = [await _timed("model answers", model_answers)]
+    checks.append(await _timed("memory store", store_healthy))
+    checks.append(await _timed("vector index", index_healthy))
+    return checks

@@ -1,0 +1,81 @@
+"""Seeing and steering memory from the command line, and `seelen doctor`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import open_store, run_seelen
+from model_server import ModelServer, Reply
+from test_memory import scripted
+
+
+def seed(env: ModelServer) -> None:
+    env.responder = scripted({
+        "summary": "The user told Seelen about a sailing trip to Hiddensee island.",
+        "profile": "Likes sailing.", "persona": "I am Seelen.",
+    })
+    result = run_seelen("chat", stdin="We went sailing to Hiddensee island\n/save\n")
+    assert result.returncode == 0, result.stderr
+
+
+def test_search_sessions_show_export_and_forget(env: ModelServer, data_dir: Path) -> None:
+    seed(env)
+    found = run_seelen("memory", "search", "Hiddensee")
+    assert found.returncode == 0, found.stderr
+    assert "Hiddensee" in found.stdout and "summary" in found.stdout
+    store = open_store(data_dir)
+    archived = [s for s in store.list_sessions() if s.status == "archived"][0]
+    sid = archived.session_id
+
+    listing = run_seelen("sessions", "list")
+    assert sid[:12] in listing.stdout and "archived" in listing.stdout
+    shown = run_seelen("sessions", "show", sid[:8])
+    assert "We went sailing to Hiddensee island" in shown.stdout
+
+    exported = run_seelen("export", "--format", "json")
+    data = json.loads(exported.stdout)
+    texts = [t["text"] for s in data["sessions"] for t in s["turns"]]
+    assert "We went sailing to Hiddensee island" in texts
+    assert data["profile"].strip() == "Likes sailing."
+
+    turn_id = store.turns(sid)[0].text_id
+    forgot = run_seelen("memory", "forget", turn_id)
+    assert forgot.returncode == 0, forgot.stderr
+    assert store.get_turns([turn_id]) == {}
+    gone = run_seelen("memory", "search", "sailing Hiddensee", "--mode", "vector")
+    assert "We went sailing" not in gone.stdout
+
+    run_seelen("memory", "forget", "--session", sid)
+    assert store.get_session(sid) is None
+
+
+def test_forget_with_an_unknown_id_is_a_clear_error(env: ModelServer) -> None:
+    result = run_seelen("memory", "forget", "deadbeef")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "seelen: no memory has the id 'deadbeef' (see `seelen memory search`)")
+
+
+def test_profile_edit_keeps_the_old_version(env: ModelServer, data_dir: Path) -> None:
+    run_seelen("persona", "show")  # first run copies the shipped default
+    edited = run_seelen("persona", "edit", env={"EDITOR": "sed -i s/Seelen/Seelchen/"})
+    assert edited.returncode == 0, edited.stderr
+    shown = run_seelen("persona", "show").stdout
+    assert "Seelchen" in shown
+    history = list((data_dir / "default" / "history").glob("persona_memory.*.txt"))
+    assert len(history) == 1 and "I am Seelen" in history[0].read_text()
+
+
+def test_doctor_reports_each_part(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue(Reply(text="ready"))
+    ok = run_seelen("doctor")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "openai" in ok.stdout and "test-model" in ok.stdout
+    assert "✓ model answers" in ok.stdout and "✓ memory store" in ok.stdout
+    assert "✓ vector index" in ok.stdout and str(data_dir) in ok.stdout.replace("\n", "")
+
+    down = run_seelen("doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+                                     "MAX_RETRIES": "0"})
+    assert down.returncode == 1
+    assert "✗ model answers" in down.stdout and "cannot reach" in down.stdout
