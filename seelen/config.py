@@ -140,6 +140,9 @@ class Settings:
     embedding_model: str = _setting(
         "EMBEDDING_MODEL", "", _str, "embedding model name when EMBEDDING_PROVIDER=openai"
     )
+    max_reply_tokens: int = _setting(
+        "MAX_REPLY_TOKENS", 0, _int(0), "cap on tokens per model answer; 0 = the endpoint's"
+    )
     request_timeout: float = _setting("REQUEST_TIMEOUT", 60.0, _float(1), "seconds per request")
     max_retries: int = _setting("MAX_RETRIES", 3, _int(0, 10), "retries on 429, 5xx, timeouts")
     max_tool_rounds: int = _setting("MAX_TOOL_ROUNDS", 6, _int(0, 50), "tool rounds per turn")

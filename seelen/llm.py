@@ -76,6 +76,7 @@ class OpenAIChatModel:
         timeout: float = 60.0,
         max_retries: int = 3,
         retry_base: float = 0.5,
+        max_tokens: int = 0,
     ) -> None:
         self.name = model
         self.base_url = base_url
@@ -83,6 +84,7 @@ class OpenAIChatModel:
         self._timeout = timeout
         self._max_retries = max_retries
         self._retry_base = retry_base
+        self._max_tokens = max_tokens
         self._client: Any = None
 
     def _get_client(self) -> Any:
@@ -114,7 +116,7 @@ class OpenAIChatModel:
         }
         if tools:
             kwargs["tools"] = list(tools)
-        response = await self._with_retries(kwargs)
+        response = await self._with_retries(self._capped(kwargs))
         parts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage: Usage | None = None
@@ -149,8 +151,13 @@ class OpenAIChatModel:
     async def complete(self, messages: Sequence[dict[str, Any]], *, model: str = "") -> str:
         """One non-streamed answer's text."""
         kwargs = {"model": model or self.name, "messages": list(messages)}
-        response = await self._with_retries(kwargs)
+        response = await self._with_retries(self._capped(kwargs))
         return (response.choices[0].message.content or "").strip()
+
+    def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self._max_tokens:
+            kwargs["max_tokens"] = self._max_tokens
+        return kwargs
 
     async def _with_retries(self, kwargs: dict[str, Any]) -> Any:
         import openai

@@ -165,9 +165,10 @@ def resolve_session(app: App, prefix: str) -> Session:
 
 def render_sessions(console: Console, app: App, limit: int) -> None:
     """A table of the newest sessions."""
-    table = Table()
-    for col in ("session", "started", "ended", "status", "turns", "summary"):
-        table.add_column(col, overflow="fold", no_wrap=col != "summary")
+    table = Table(expand=True)
+    for col in ("session", "started", "ended", "status", "turns"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("summary", ratio=1, min_width=24, overflow="ellipsis", no_wrap=True)
     for s in app.store.list_sessions(limit):
         summary = app.store.session_summary(s.session_id)
         table.add_row(

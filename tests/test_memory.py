@@ -240,3 +240,19 @@ async def test_changing_the_embedding_model_reindexes_everything(
     assert app2.recall.index.count("turns") == 2  # both turns, under the new model only
     assert any("input" in r for r in env.requests)  # embeddings came from the endpoint
     await app2.aclose()
+
+
+async def test_a_looping_model_answer_never_replaces_the_profile(env: ModelServer) -> None:
+    env.responder = scripted({
+        "summary": "Talked about tea.",
+        "profile": "\n".join(["I am warm and I like tea."] * 8),
+        "persona": "I am Seelen, fond of tea talk.",
+    })
+    app = await open_app()
+    app.files.write(PROFILE, "Name: Ada")
+    await say(app, "I like green tea")
+    result = await app.sessions.archive()
+    assert app.files.profile.strip() == "Name: Ada"
+    assert not {c.name: c for c in result.changes}[PROFILE].changed
+    assert app.files.persona.strip() == "I am Seelen, fond of tea talk."
+    await app.aclose()

@@ -32,6 +32,14 @@ MAX_FILE_CHARS = 6000
 Progress = Callable[[str], None]
 
 
+def plausible_rewrite(text: str) -> bool:
+    """False for answers a weak model produces when it loops: mostly repeated lines."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return False
+    return len(set(lines)) / len(lines) >= 0.7 or len(lines) < 4
+
+
 @dataclass
 class ArchiveResult:
     """What an archive did: the archived session, its summary and the file changes."""
@@ -205,6 +213,8 @@ class Sessions:
         else:
             messages = persona_update_messages(current, summary, PERSONA_WORDS)
         text = (await self._complete(messages))[:MAX_FILE_CHARS]
+        if not plausible_rewrite(text):
+            text = current  # a degenerate answer (loops, echoes) must not replace the file
         change = await asyncio.to_thread(self.files.write, name, text)
         payload = json.dumps({"changed": change.changed})
         await asyncio.to_thread(self.store.record_archive_step, sid, name, payload)
