@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.agent import ChatBot
 from seelen.clock import Clock
@@ -24,6 +24,10 @@ from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Indexer, Recall
 from seelen.memory.sessions import Sessions
 from seelen.store import Store
+from seelen.tools.base import ToolRegistry
+
+if TYPE_CHECKING:
+    from seelen.tools.mcp import McpManager
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
@@ -88,6 +92,8 @@ class App:
     index: Indexer | None = None
     recall: Recall | None = None
     tools_note: str = ""  # why tools are off, shown once in /tools
+    tools: ToolRegistry | None = None
+    mcp: McpManager | None = None
     closers: list[Callable[[], Any]] = field(default_factory=list)
 
     async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
@@ -116,6 +122,24 @@ class App:
             self.index.reset_for_new_model()
             self.index.index_all(progress)
         self.index.start()
+
+    def start_mcp(self, on_event: Callable[[str], None]) -> McpManager | None:
+        """Connect the MCP servers in the background (needs the running event loop)."""
+        path = Path(self.settings.mcp_servers_file)
+        if not self.settings.enable_mcp or self.tools is None or not path.is_file():
+            return None
+        from seelen.tools.mcp import McpManager
+
+        self.mcp = McpManager(
+            path,
+            self.tools,
+            init_timeout=self.settings.mcp_init_timeout,
+            on_event=on_event,
+            log_dir=self.settings.profile_dir / "logs",
+        )
+        self.mcp.start()
+        self.closers.append(self.mcp.aclose)
+        return self.mcp
 
     async def aclose(self) -> None:
         """Stop background work and close everything, newest first."""
@@ -192,12 +216,14 @@ def build_app(
         tools_note = "the local model cannot call tools; chatting without them"
     else:
         tools_note = ""
+    registry = build_tools(settings, recall, sessions, clock)
     bot = ChatBot(
         sessions,
         files,
         model,
         clock,
         recall=recall,
+        tools=registry,
         context_tokens=settings.context_tokens,
         max_tool_rounds=settings.max_tool_rounds,
         on_saved=indexer.wake,
@@ -218,8 +244,32 @@ def build_app(
         index=indexer,
         recall=recall,
         tools_note=tools_note,
+        tools=registry,
         closers=closers,
     )
+
+
+def build_tools(
+    settings: Settings, recall: Recall, sessions: Sessions, clock: Clock
+) -> ToolRegistry:
+    """The registry with the built-in tools; MCP servers join it later (`App.start_mcp`)."""
+    from seelen.tools.local import builtin_tools
+
+    def memory_search(query: str, limit: int = 5) -> str:
+        result = recall.search(query, sessions.current.session_id, conv_num=limit)
+        lines = [
+            f"[{clock.fmt_range(s.start_ms, s.end_ms)}] session summary: {s.text}"
+            for s in result.summaries
+        ]
+        lines += [f"[{clock.fmt(t.start_ms)}] {t.role}: {t.text}" for t in result.turns]
+        return "\n".join(lines) or "Nothing in memory matches."
+
+    registry = ToolRegistry(timeout=settings.tool_timeout, result_chars=settings.tool_result_chars)
+    for tool in builtin_tools(
+        timezone=settings.timezone, jina_api_key=settings.jina_api_key, memory_search=memory_search
+    ):
+        registry.add(tool)
+    return registry
 
 
 def build_recall(

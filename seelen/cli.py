@@ -89,10 +89,12 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     async def body(application: Any) -> None:
         repl = Repl(application, console)
         await repl.start()
+        repl.start_mcp()
         if sys.stdin.isatty():
             console.print("[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]")
             await repl.run_interactive()
         else:
+            await repl.wait_for_tools()
             await repl.run_lines(sys.stdin)
 
     run(_with_app(settings, body))

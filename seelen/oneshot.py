@@ -19,6 +19,8 @@ async def answer_once(app: App, text: str, *, as_json: bool, ephemeral: bool) ->
     from seelen.manage import prepare
 
     await prepare(app, err)
+    if app.start_mcp(lambda line: err.print(f"[yellow]{line}[/yellow]")) is not None:
+        await app.mcp.wait_ready(app.settings.mcp_init_timeout + 1)
     if ephemeral:
         app.sessions.open_ephemeral()
     stream_plain = not as_json and not sys.stdout.isatty()

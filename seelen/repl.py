@@ -206,8 +206,23 @@ class Repl:
                     who = "[bold]you[/bold]" if turn.role == "user" else "[bold]seelen[/bold]"
                     self.console.print(f"{who}: {escape(_short(turn.text, 300))}")
 
+    def start_mcp(self) -> None:
+        """Connect MCP servers in the background; a failure is reported once, in one line."""
+        self.app.start_mcp(lambda line: self.console.print(f"[yellow]{escape(line)}[/yellow]"))
+
+    async def wait_for_tools(self) -> None:
+        """For piped input: give MCP servers their handshake time before the first line."""
+        if self.app.mcp is not None:
+            await self.app.mcp.wait_ready(self.app.settings.mcp_init_timeout + 1)
+
     async def run_interactive(self) -> None:
         """The prompt loop: until /exit, Ctrl-D, or Ctrl-C twice at an empty prompt."""
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        with patch_stdout(raw=True):  # background lines (MCP failures) print above the prompt
+            await self._prompt_loop()
+
+    async def _prompt_loop(self) -> None:
         session = self._prompt_session()
         armed = False
         while True:
@@ -388,4 +403,29 @@ async def _memory(repl: Repl, arg: str) -> bool:
 @command("/why", help="what was recalled for the last reply, and why")
 async def _why(repl: Repl, arg: str) -> bool:
     render_why(repl.console, repl.app, repl.app.bot.last_recall)
+    return True
+
+
+@command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
+async def _tools(repl: Repl, arg: str) -> bool:
+    app = repl.app
+    if app.tools_note:
+        repl.console.print(f"[yellow]{escape(app.tools_note)}[/yellow]")
+    if app.tools is not None:
+        for spec in app.tools.tools():
+            first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
+            repl.console.print(
+                f"  [bold]{escape(spec.name)}[/bold] [dim]({escape(spec.source)})"
+                f"[/dim] {escape(_short(first, 80))}"
+            )
+    if app.mcp is None:
+        state = (
+            "off (ENABLE_MCP=false)"
+            if not app.settings.enable_mcp
+            else (f"no {app.settings.mcp_servers_file} here")
+        )
+        repl.console.print(f"[dim]MCP servers: {escape(state)}[/dim]")
+    else:
+        for status in app.mcp.status():
+            repl.console.print(f"  [dim]MCP[/dim] {escape(status.line())}")
     return True

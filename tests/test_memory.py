@@ -86,12 +86,14 @@ async def test_oldest_turns_fold_into_the_rolling_summary(
 async def test_archive_summarises_updates_profile_and_strips_quotes(
     env: ModelServer, data_dir: Path
 ) -> None:
-    env.responder = scripted({
-        "summary": "Ada talked about her cat Miso.",
-        "profile": "Name: Ada\nPet: a cat named Miso",
-        "persona": "I am Seelen. Ada and I talk about cats.",
-        "chat": f"You said before: {QUOTE_OPEN}my cat is Miso{QUOTE_CLOSE} — lovely!",
-    })
+    env.responder = scripted(
+        {
+            "summary": "Ada talked about her cat Miso.",
+            "profile": "Name: Ada\nPet: a cat named Miso",
+            "persona": "I am Seelen. Ada and I talk about cats.",
+            "chat": f"You said before: {QUOTE_OPEN}my cat is Miso{QUOTE_CLOSE} — lovely!",
+        }
+    )
     app = await open_app()
     await say(app, "My cat is called Miso")
     old = app.sessions.current.session_id
@@ -104,7 +106,7 @@ async def test_archive_summarises_updates_profile_and_strips_quotes(
     changes = {c.name: c for c in result.changes}
     assert changes[PROFILE].changed and "+Pet: a cat named Miso" in changes[PROFILE].diff()
     assert app.files.versions(PERSONA)  # the old persona is kept in history/
-    reply = [t for t in app.store.turns(old) if t.role == "assistant"][0]
+    reply = next(t for t in app.store.turns(old) if t.role == "assistant")
     assert QUOTE_OPEN not in reply.text and "lovely!" in reply.text
     # Profile and persona are updated concurrently, after the summary.
     assert jobs(env)[-3] == "summary" and set(jobs(env)[-2:]) == {"profile", "persona"}
@@ -121,8 +123,13 @@ async def test_archive_resumes_after_a_failure_without_redoing_steps(env: ModelS
         job = role_of(body)
         if job == "profile" and failing["on"]:
             return Reply(status=500)
-        return Reply(text={"summary": "Bo planned a trip.", "persona": "I am Seelen.",
-                           "profile": "Name: Bo"}.get(job, "ok"))
+        return Reply(
+            text={
+                "summary": "Bo planned a trip.",
+                "persona": "I am Seelen.",
+                "profile": "Name: Bo",
+            }.get(job, "ok")
+        )
 
     env.responder = respond
     app = await open_app()
@@ -152,10 +159,13 @@ async def wait_indexed(app: App, seconds: float = 10) -> None:
 
 
 async def test_a_fact_from_an_earlier_session_reaches_a_later_prompt(env: ModelServer) -> None:
-    env.responder = scripted({
-        "summary": "The user said their sister Lena moved to Porto in Portugal.",
-        "profile": "Sister: Lena (Porto)", "persona": "I am Seelen.",
-    })
+    env.responder = scripted(
+        {
+            "summary": "The user said their sister Lena moved to Porto in Portugal.",
+            "profile": "Sister: Lena (Porto)",
+            "persona": "I am Seelen.",
+        }
+    )
     app = await open_app()
     await say(app, "My sister Lena moved to Porto last spring")
     await say(app, "Let's talk about something else: the weather is grey")
@@ -243,11 +253,13 @@ async def test_changing_the_embedding_model_reindexes_everything(
 
 
 async def test_a_looping_model_answer_never_replaces_the_profile(env: ModelServer) -> None:
-    env.responder = scripted({
-        "summary": "Talked about tea.",
-        "profile": "\n".join(["I am warm and I like tea."] * 8),
-        "persona": "I am Seelen, fond of tea talk.",
-    })
+    env.responder = scripted(
+        {
+            "summary": "Talked about tea.",
+            "profile": "\n".join(["I am warm and I like tea."] * 8),
+            "persona": "I am Seelen, fond of tea talk.",
+        }
+    )
     app = await open_app()
     app.files.write(PROFILE, "Name: Ada")
     await say(app, "I like green tea")

@@ -11,10 +11,13 @@ from test_memory import scripted
 
 
 def seed(env: ModelServer) -> None:
-    env.responder = scripted({
-        "summary": "The user told Seelen about a sailing trip to Hiddensee island.",
-        "profile": "Likes sailing.", "persona": "I am Seelen.",
-    })
+    env.responder = scripted(
+        {
+            "summary": "The user told Seelen about a sailing trip to Hiddensee island.",
+            "profile": "Likes sailing.",
+            "persona": "I am Seelen.",
+        }
+    )
     result = run_seelen("chat", stdin="We went sailing to Hiddensee island\n/save\n")
     assert result.returncode == 0, result.stderr
 
@@ -25,7 +28,7 @@ def test_search_sessions_show_export_and_forget(env: ModelServer, data_dir: Path
     assert found.returncode == 0, found.stderr
     assert "Hiddensee" in found.stdout and "summary" in found.stdout
     store = open_store(data_dir)
-    archived = [s for s in store.list_sessions() if s.status == "archived"][0]
+    archived = next(s for s in store.list_sessions() if s.status == "archived")
     sid = archived.session_id
 
     listing = run_seelen("sessions", "list")
@@ -54,7 +57,8 @@ def test_forget_with_an_unknown_id_is_a_clear_error(env: ModelServer) -> None:
     result = run_seelen("memory", "forget", "deadbeef")
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "seelen: no memory has the id 'deadbeef' (see `seelen memory search`)")
+        "seelen: no memory has the id 'deadbeef' (see `seelen memory search`)"
+    )
 
 
 def test_profile_edit_keeps_the_old_version(env: ModelServer, data_dir: Path) -> None:
@@ -75,7 +79,8 @@ def test_doctor_reports_each_part(env: ModelServer, data_dir: Path) -> None:
     assert "✓ model answers" in ok.stdout and "✓ memory store" in ok.stdout
     assert "✓ vector index" in ok.stdout and str(data_dir) in ok.stdout.replace("\n", "")
 
-    down = run_seelen("doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
-                                     "MAX_RETRIES": "0"})
+    down = run_seelen(
+        "doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": "0"}
+    )
     assert down.returncode == 1
     assert "✗ model answers" in down.stdout and "cannot reach" in down.stdout

@@ -90,9 +90,15 @@ async def test_ctrl_c_stops_the_reply_and_keeps_what_was_shown(env: ModelServer)
     with create_pipe_input() as pipe:
         repl, out = make_repl(pipe)
         await repl.start()
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.6, os.kill, os.getpid(), signal.SIGINT)  # a real Ctrl-C signal
-        await asyncio.wait_for(repl.handle("count to a hundred"), 20)
+
+        async def press_ctrl_c_mid_reply() -> None:
+            while "w2" not in out.getvalue():
+                await asyncio.sleep(0.02)
+            os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C signal
+
+        presser = asyncio.create_task(press_ctrl_c_mid_reply())
+        await asyncio.wait_for(repl.handle("count to a hundred"), 30)
+        await presser
     assert "(stopped)" in out.getvalue()
     reply = repl.app.sessions.live_turns()[-1]
     assert reply.meta.get("interrupted") is True

@@ -1,0 +1,154 @@
+"""The tool-calling loop end to end: model server ⇄ ChatBot ⇄ local tools and MCP servers."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from fastmcp import FastMCP
+from model_server import ModelServer, Reply
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from seelen.agent import Done, ToolFinished, ToolStarted
+from seelen.app import App, build_app
+from seelen.config import load_settings
+from seelen.repl import Repl
+from seelen.tools.mcp import McpManager
+
+
+async def open_app() -> App:
+    app = build_app(load_settings())
+    await app.open_session()
+    return app
+
+
+def call(name: str, args: dict, call_id: str) -> dict:
+    return {"name": name, "arguments": args, "id": call_id}
+
+
+async def test_two_calls_in_one_reply_one_failing(env: ModelServer) -> None:
+    env.enqueue(
+        Reply(tool_calls=[call("current_time", {"timezone": "Asia/Tokyo"}, "c1"),
+                          call("current_time", {"timezone": "Not/AZone"}, "c2")]),
+        "It is evening in Tokyo.",
+    )
+    app = await open_app()
+    events = [e async for e in app.bot.turn("What time is it in Tokyo?")]
+    started = [e for e in events if isinstance(e, ToolStarted)]
+    finished = {e.outcome.call_id: e.outcome for e in events if isinstance(e, ToolFinished)}
+    assert [s.name for s in started] == ["current_time", "current_time"]
+    assert finished["c1"].ok and "JST" in finished["c1"].content
+    assert not finished["c2"].ok and "unknown timezone" in finished["c2"].content
+    assert events[-1] == Done("It is evening in Tokyo.")
+
+    first, second = env.chat_requests()[-2:]
+    offered = {t["function"]["name"] for t in first["tools"]}
+    assert {"current_time", "memory_search"} <= offered
+    sent = second["messages"]
+    assistant = next(m for m in sent if m.get("tool_calls"))
+    assert [c["id"] for c in assistant["tool_calls"]] == ["c1", "c2"]
+    results = [m for m in sent if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in results] == ["c1", "c2"]
+    assert "unknown timezone" in results[1]["content"]
+    reply = app.sessions.live_turns()[-1]
+    assert reply.meta["usage"]["tool_calls"] == 2
+    await app.aclose()
+
+
+async def test_tool_history_survives_a_restart(env: ModelServer) -> None:
+    env.enqueue(Reply(tool_calls=[call("current_time", {}, "t1")]), "Done checking.")
+    app = await open_app()
+    [e async for e in app.bot.turn("check the clock")]
+    await app.aclose()
+    app2 = await open_app()
+    env.enqueue("Hello again.")
+    [e async for e in app2.bot.turn("hi")]
+    sent = env.chat_requests()[-1]["messages"]
+    roles = [m["role"] for m in sent]
+    assert roles[1:] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[2]["tool_calls"][0]["id"] == sent[3]["tool_call_id"] == "t1"
+    await app2.aclose()
+
+
+async def test_rounds_are_capped_and_then_the_model_must_answer(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAX_TOOL_ROUNDS", "2")
+    looping = Reply(tool_calls=[call("current_time", {}, "again")])
+    env.enqueue(looping, looping, "Fine, here is my answer.")
+    app = await open_app()
+    events = [e async for e in app.bot.turn("loop forever")]
+    assert events[-1] == Done("Fine, here is my answer.")
+    requests = env.chat_requests()
+    assert "tools" in requests[0] and "tools" in requests[1]
+    assert "tools" not in requests[2]
+    await app.aclose()
+
+
+async def test_memory_search_tool_reads_earlier_sessions(env: ModelServer) -> None:
+    app = await open_app()
+    old = app.store.create_session()
+    app.store.add_turn(old.session_id, "user", "My locker code at the gym is 4711")
+    app.store.mark_archived(old.session_id)
+    app.index.index_all()
+    env.enqueue(Reply(tool_calls=[call("memory_search", {"query": "gym locker code"}, "m1")]),
+                "It is 4711.")
+    events = [e async for e in app.bot.turn("what was my locker code?")]
+    outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
+    assert outcome.ok and "4711" in outcome.content and "user:" in outcome.content
+    await app.aclose()
+
+
+async def test_an_in_process_mcp_server_in_the_loop(env: ModelServer) -> None:
+    server = FastMCP("calc")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    app = await open_app()
+    manager = McpManager({"mcpServers": {"calc": server}}, app.tools, init_timeout=30)
+    manager.start()
+    assert await manager.wait_ready(30)
+    env.enqueue(Reply(tool_calls=[call("calc_add", {"a": 2, "b": 40}, "k1")]), "42 it is.")
+    events = [e async for e in app.bot.turn("add 2 and 40")]
+    outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
+    assert outcome.ok and outcome.content.strip() == "42"
+    assert env.chat_requests()[-1]["messages"][-1]["content"].strip() == "42"
+    await manager.aclose()
+    await app.aclose()
+
+
+async def test_stdio_server_from_mcp_servers_json_and_tools_command(
+    env: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    config = {"mcpServers": {
+        "time": {"command": "python", "args": ["-m", "mcp_server_time",
+                                               "--local-timezone", "UTC"]},
+        "ghost": {"command": "no-such-mcp-command-anywhere"},
+    }}
+    (tmp_path / "mcp_servers.json").write_text(json.dumps(config))
+    out = io.StringIO()
+    with create_pipe_input() as pipe:
+        app = build_app(load_settings())
+        repl = Repl(app, Console(file=out, width=120), pt_input=pipe, pt_output=DummyOutput())
+        await repl.start()
+        repl.start_mcp()
+        await app.mcp.wait_ready(60)
+        env.enqueue(Reply(tool_calls=[call("time_get_current_time",
+                                           {"timezone": "Europe/Berlin"}, "s1")]), "Done.")
+        await repl.handle("what time is it in Berlin?")
+        await repl.handle("/tools")
+        await app.aclose()
+    text = out.getvalue()
+    assert "MCP server 'ghost' failed" in text and "not found" in text
+    assert "time_get_current_time" in text and "mcp:time" in text
+    assert "time: ready" in text
+    tool_message = env.chat_requests()[-1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "Europe/Berlin" in tool_message["content"]

@@ -1,0 +1,494 @@
+"""MCP servers through McpManager, against real servers: in-process, stdio and HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+import pytest
+import uvicorn
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError as ServerToolError
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+
+from seelen.errors import ConfigError
+from seelen.tools.base import ToolCall, ToolRegistry
+from seelen.tools.local import tool
+from seelen.tools.mcp import (
+    McpManager,
+    RemoteServer,
+    StdioServer,
+    expand_vars,
+    exposed_names,
+    load_config,
+    parse_server,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVERS = Path(__file__).resolve().parent / "servers"
+TOKEN = "s3cret-token"
+# Real subprocesses start slowly on a busy machine; only the hanging server uses a short limit.
+PATIENT = 30.0
+
+
+def memory_server() -> FastMCP:
+    """An in-process server with one tool per kind of result."""
+    server = FastMCP("memory")
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Say the text back."""
+        return text
+
+    @server.tool
+    def refuse() -> str:
+        """Always refuses."""
+        raise ServerToolError("not today")
+
+    @server.tool
+    def picture() -> mcp_types.ImageContent:
+        """A tiny picture."""
+        data = base64.b64encode(b"\x89PNG" + b"0" * 296).decode()
+        return mcp_types.ImageContent(type="image", data=data, mime_type="image/png")
+
+    @server.tool
+    def lookup(key: str) -> str:
+        """Look a key up; only knows 'a'."""
+        if key != "a":
+            raise ServerToolError(f"no key {key!r}")
+        return "remote a"
+
+    return server
+
+
+async def call(registry: ToolRegistry, name: str, arguments: dict[str, Any] | None = None):
+    return (await registry.run_all([ToolCall("1", name, json.dumps(arguments or {}))]))[0]
+
+
+def child_pids() -> set[int]:
+    """Live (non-zombie) children of this test process."""
+    me, found = os.getpid(), set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.add(int(entry.name))
+    return found
+
+
+async def gone(pids: set[int], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while pids & child_pids():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+# ---------------------------------------------------------------- config
+
+
+def test_invalid_json_is_one_error_naming_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "mcp_servers.json"
+    path.write_text('{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n')
+    with pytest.raises(ConfigError, match=r"mcp_servers\.json, line 3, column 26: invalid JSON"):
+        load_config(path)
+
+
+def test_a_missing_file_means_no_servers(tmp_path: Path) -> None:
+    assert load_config(tmp_path / "absent.json") == ({}, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "expected"),
+        ({"mcpServers": []}, "expected"),
+        ({"servers": {}}, "unknown key 'servers'"),
+    ],
+)
+def test_the_file_shape_is_checked(tmp_path: Path, data: Any, message: str) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=f"mcp.json: {message}"):
+        load_config(path)
+
+
+def test_comment_keys_are_ignored() -> None:
+    servers, _ = load_config({"_comment": "hi", "mcpServers": {"_note": {}, "a": {"url": "x"}}})
+    assert list(servers) == ["a"]
+    assert parse_server({"_comment": "x", "url": "http://h/mcp"}, {}) == RemoteServer(
+        "http://h/mcp"
+    )
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"command": "x", "argz": []}, r"unknown field 'argz' \(allowed: command, args, env, cwd"),
+        ({"url": "http://h", "command": "x"}, "has both 'command' and 'url'"),
+        ({"args": []}, "needs 'command'"),
+        ({"command": "x", "args": "-v"}, "field 'args' must be a list of strings"),
+        ({"command": "x", "env": {"A": 1}}, "field 'env' must be an object of strings"),
+        ({"command": "x", "transport": "http"}, 'can only be "stdio"'),
+        ({"url": "ftp://h"}, "must start with http:// or https://"),
+        ({"url": "http://h", "transport": "ws"}, 'must be "http" or "sse"'),
+        ({"url": "http://h", "auth": 5}, "field 'auth' must be a string"),
+        ("python", "expected an object"),
+    ],
+)
+def test_bad_entries_give_one_line_errors(entry: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        parse_server(entry, {})
+    assert "\n" not in str(info.value)
+
+
+def test_variables_are_expanded_in_every_string() -> None:
+    env = {"TOKEN": "t0k", "EMPTY": "", "DIR": "/srv"}
+    entry = {
+        "url": "https://${HOST:-example.org}/mcp",
+        "headers": {"X-Key": "${TOKEN}", "X-Empty": "${EMPTY:-fallback}"},
+        "auth": "${TOKEN}",
+    }
+    assert parse_server(entry, env) == RemoteServer(
+        "https://example.org/mcp", "http", {"X-Key": "t0k", "X-Empty": "fallback"}, "t0k"
+    )
+    stdio = parse_server(
+        {"command": "run", "args": ["${DIR}/a", "$HOME"], "env": {"K": "${TOKEN}"}}, env
+    )
+    assert stdio == StdioServer("run", ("/srv/a", "$HOME"), {"K": "t0k"})
+    assert expand_vars("${EMPTY}", env, "x") == ""
+    with pytest.raises(
+        ConfigError, match=r"environment variable NOPE is not set \(used in env.K\)"
+    ):
+        parse_server({"command": "run", "env": {"K": "${NOPE}"}}, env)
+
+
+def test_python_means_this_interpreter_and_cwd_is_relative_to_the_file(tmp_path: Path) -> None:
+    (tmp_path / "srv").mkdir()
+    path = tmp_path / "mcp_servers.json"
+    path.write_text(json.dumps({"mcpServers": {"p": {"command": "python", "cwd": "srv"}}}))
+    servers, base = load_config(path)
+    parsed = parse_server(servers["p"], {}, base)
+    assert parsed == StdioServer(sys.executable, (), {}, str(tmp_path / "srv"))
+    assert parse_server({"url": "http://h/sse"}, {}).transport == "sse"
+
+
+def test_the_shipped_example_config_loads() -> None:
+    servers, base = load_config(ROOT / "mcp_servers.json")
+    enabled = {n: e for n, e in servers.items() if not e.get("disabled")}
+    assert "time" in enabled
+    assert parse_server(enabled["time"], {}, base).command == sys.executable
+    assert any(e.get("disabled") and "url" in e for e in servers.values())
+
+
+# ---------------------------------------------------------------- names
+
+
+def test_exposed_names_are_prefixed_valid_and_unique() -> None:
+    names = exposed_names(
+        "my server", ["get.time", "get_time", "ok", "x" * 80], taken={"my_server_ok"}
+    )
+    assert names["get.time"] != names["get_time"]
+    assert all(n.startswith("my_server_get_time_") for n in (names["get.time"], names["get_time"]))
+    assert names["ok"].startswith("my_server_ok_") and names["ok"] != "my_server_ok"
+    assert len(names["x" * 80]) == 64
+    assert len(set(names.values())) == 4
+    assert all(n.replace("_", "").replace("-", "").isalnum() for n in names.values())
+    again = exposed_names(
+        "my server", ["get.time", "get_time", "ok", "x" * 80], taken={"my_server_ok"}
+    )
+    assert names == again  # stable from run to run
+    assert exposed_names("time", ["now"]) == {"now": "time_now"}
+
+
+# ---------------------------------------------------------------- in-process server
+
+
+async def test_in_process_server_tools_are_registered_and_called() -> None:
+    registry = ToolRegistry()
+    manager = McpManager({"mcpServers": {"mem": memory_server()}}, registry, init_timeout=PATIENT)
+    started = time.perf_counter()
+    manager.start()
+    assert time.perf_counter() - started < 0.05
+    assert [s.state for s in manager.status()] == ["connecting"]
+    assert await manager.wait_ready(PATIENT)
+    try:
+        assert [s.line() for s in manager.status()] == ["mem: ready (4 tools)"]
+        assert {s.name for s in registry.tools()} == {
+            "mem_echo",
+            "mem_refuse",
+            "mem_picture",
+            "mem_lookup",
+        }
+        assert all(s.source == "mcp:mem" for s in registry.tools())
+        echoed = await call(registry, "mem_echo", {"text": "hi"})
+        assert (echoed.ok, echoed.content, echoed.source) == (True, "hi", "mcp:mem")
+        refused = await call(registry, "mem_refuse")
+        assert (refused.ok, refused.content) == (False, "error: not today")
+        picture = await call(registry, "mem_picture")
+        assert picture.content == "[image: image/png, 300 bytes]"
+    finally:
+        await manager.aclose()
+    assert registry.tools() == []
+
+
+async def test_an_mcp_tool_is_tried_before_the_local_tool_of_the_same_name() -> None:
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up locally."""
+        return f"local {key}"
+
+    registry = ToolRegistry()
+    registry.add(lookup)
+    async with McpManager({"mcpServers": {"mem": memory_server()}}, registry) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert [s.source for s in registry.route("lookup")] == ["mcp:mem", "local"]
+        names = [t["function"]["name"] for t in registry.openai_tools()]
+        assert "lookup" in names and "mem_lookup" not in names
+        remote = await call(registry, "lookup", {"key": "a"})
+        assert (remote.content, remote.source) == ("remote a", "mcp:mem")
+        fallback = await call(registry, "lookup", {"key": "b"})
+        assert (fallback.ok, fallback.content, fallback.source) == (True, "local b", "local")
+
+
+# ---------------------------------------------------------------- failing servers
+
+
+@needs_proc
+async def test_failing_servers_fail_alone_and_quickly() -> None:
+    events: list[str] = []
+    registry = ToolRegistry()
+    config = {
+        "mcpServers": {
+            "mem": memory_server(),
+            "ghost": {"command": "no-such-command-seelen"},
+            "silent": {"command": "python", "args": [str(SERVERS / "silent_server.py")]},
+            "keyless": {"url": "https://example.org/mcp", "auth": "${SEELEN_TEST_UNSET}"},
+            "typo": {"command": "python", "argv": []},
+            "off": {"url": "${SEELEN_TEST_UNSET}", "disabled": True},
+        }
+    }
+    manager = McpManager(config, registry, init_timeout=1.0, on_event=events.append, environ={})
+    started = time.perf_counter()
+    manager.start()
+    assert await manager.wait_ready(10)
+    assert time.perf_counter() - started < 4.0
+    try:
+        assert [s.line() for s in manager.status()] == [
+            "mem: ready (4 tools)",
+            "ghost: failed — command 'no-such-command-seelen' not found",
+            "silent: failed — no answer to the MCP handshake within 1 s",
+            "keyless: failed — environment variable SEELEN_TEST_UNSET is not set (used in auth)",
+            "typo: failed — unknown field 'argv' "
+            "(allowed: command, args, env, cwd, transport, disabled)",
+            "off: disabled",
+        ]
+        assert sorted(events) == sorted(
+            f"MCP server {s.name!r} failed: {s.reason}"
+            for s in manager.status()
+            if s.state == "failed"
+        )
+        assert (await call(registry, "mem_echo", {"text": "still here"})).content == "still here"
+        assert await gone(child_pids())  # the silent server was stopped, not left behind
+    finally:
+        await manager.aclose()
+
+
+@needs_proc
+async def test_closing_while_a_server_is_still_connecting_ends_it() -> None:
+    before = child_pids()
+    config = {
+        "mcpServers": {"silent": {"command": "python", "args": [str(SERVERS / "silent_server.py")]}}
+    }
+    manager = McpManager(config, ToolRegistry(), init_timeout=PATIENT)
+    manager.start()
+    deadline = time.monotonic() + 5
+    while not child_pids() - before and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    spawned = child_pids() - before
+    assert spawned
+    await manager.aclose()
+    assert await gone(spawned)
+
+
+async def test_start_twice_is_a_bug_and_bad_files_raise() -> None:
+    manager = McpManager({"mcpServers": {}}, ToolRegistry())
+    manager.start()
+    with pytest.raises(RuntimeError):
+        manager.start()
+    await manager.aclose()
+    broken = McpManager({"mcpServers": 3}, ToolRegistry())
+    with pytest.raises(ConfigError):
+        broken.start()
+
+
+# ---------------------------------------------------------------- stdio servers
+
+
+@needs_proc
+async def test_third_party_stdio_server_works_and_leaves_no_process() -> None:
+    before = child_pids()
+    registry = ToolRegistry()
+    time_server = {
+        "command": "python",
+        "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+    }
+    manager = McpManager({"mcpServers": {"time": time_server}}, registry, init_timeout=PATIENT)
+    manager.start()
+    assert await manager.wait_ready(PATIENT)
+    assert [s.line() for s in manager.status()] == ["time: ready (2 tools)"]
+    assert [s.name for s in registry.tools()] == ["time_get_current_time", "time_convert_time"]
+    result = await call(registry, "time_get_current_time", {"timezone": "Asia/Tokyo"})
+    assert result.ok and json.loads(result.content)["timezone"] == "Asia/Tokyo"
+    bad_zone = await call(registry, "time_get_current_time", {"timezone": "Mars/Base"})
+    assert not bad_zone.ok and "Invalid timezone" in bad_zone.content
+    spawned = child_pids() - before
+    assert len(spawned) == 1
+    await manager.aclose()
+    assert await gone(spawned)
+
+
+@needs_proc
+async def test_a_server_that_dies_mid_session_is_reported_once() -> None:
+    events: list[str] = []
+    registry = ToolRegistry()
+    tiny = {"command": "python", "args": [str(SERVERS / "tiny_server.py")]}
+    async with McpManager(
+        {"mcpServers": {"crashy": tiny}}, registry, init_timeout=PATIENT, on_event=events.append
+    ) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert (await call(registry, "crashy_echo", {"text": "x"})).content == "x"
+        crashed = await call(registry, "crashy_crash")
+        assert not crashed.ok and crashed.content.startswith("error: MCP server 'crashy': ")
+        assert [s.state for s in manager.status()] == ["failed"]
+        assert manager.status()[0].reason.startswith("connection lost")
+        assert events == [f"MCP server 'crashy' failed: {manager.status()[0].reason}"]
+        assert registry.tools() == []
+
+
+@needs_proc
+def test_no_server_outlives_a_keyboard_interrupt() -> None:
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os, signal
+        from pathlib import Path
+        from seelen.tools.base import ToolRegistry
+        from seelen.tools.mcp import McpManager
+
+        def children():
+            found = []
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    if stat.read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid()):
+                        found.append(stat.parent.name)
+                except OSError:
+                    pass
+            return found
+
+        async def main():
+            server = {{"command": "python", "args": [{str(SERVERS / "tiny_server.py")!r}]}}
+            servers = {{"a": server, "b": server}}
+            manager = McpManager({{"mcpServers": servers}}, ToolRegistry(), init_timeout=60)
+            manager.start()
+            try:
+                assert await manager.wait_ready(60)
+                print("children", *children(), flush=True)
+                os.kill(os.getpid(), signal.SIGINT)  # as if the user pressed Ctrl-C
+                await asyncio.sleep(60)
+            finally:
+                await manager.aclose()
+
+        asyncio.run(main())
+        """
+    )
+    host = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    out, err = host.communicate(timeout=90)
+    assert out.startswith(b"children "), err.decode()
+    assert b"KeyboardInterrupt" in err
+    pids = [int(pid) for pid in out.split()[1:]]
+    assert len(pids) == 2
+    survivors = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    assert survivors == []
+
+
+# ---------------------------------------------------------------- HTTP with a bearer token
+
+
+def serve_in_thread(app: Any) -> tuple[uvicorn.Server, threading.Thread, int]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    runner = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not runner.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return runner, thread, sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def web_urls() -> Iterator[dict[str, str]]:
+    """One token-protected server, over streamable HTTP and over SSE."""
+    verifier = StaticTokenVerifier(tokens={TOKEN: {"client_id": "test", "scopes": []}})
+    server = FastMCP("web", auth=verifier)
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    http = serve_in_thread(server.http_app(path="/mcp"))
+    sse = serve_in_thread(server.http_app(path="/sse", transport="sse"))
+    yield {"http": f"http://127.0.0.1:{http[2]}/mcp", "sse": f"http://127.0.0.1:{sse[2]}/sse"}
+    for runner, thread, _ in (http, sse):
+        runner.should_exit = True
+        thread.join(10)
+
+
+async def test_remote_servers_with_a_bearer_token(web_urls: dict[str, str]) -> None:
+    registry = ToolRegistry()
+    http_url, sse_url = web_urls["http"], web_urls["sse"]
+    config = {
+        "mcpServers": {
+            "web": {"url": http_url, "auth": "${WEB_TOKEN}"},
+            "viaheader": {"url": http_url, "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}},
+            "wrong": {"url": http_url, "auth": "not-the-token"},
+            "stream": {"url": sse_url, "transport": "sse", "auth": "${WEB_TOKEN}"},
+            "wrongsse": {"url": sse_url, "auth": "nope"},
+        }
+    }
+    environ = {"WEB_TOKEN": TOKEN}
+    async with McpManager(config, registry, init_timeout=PATIENT, environ=environ) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert [s.line() for s in manager.status()] == [
+            "web: ready (1 tool)",
+            "viaheader: ready (1 tool)",
+            f"wrong: failed — HTTP 401 Unauthorized from {http_url}",
+            "stream: ready (1 tool)",
+            f"wrongsse: failed — HTTP 401 Unauthorized from {sse_url}",
+        ]
+        for name in ("web_add", "stream_add"):
+            added = await call(registry, name, {"a": 2, "b": 3})
+            assert (added.ok, added.content) == (True, "5")
