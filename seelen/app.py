@@ -212,6 +212,7 @@ def build_app(
     )
     indexer, recall = build_recall(settings, provider, store, directory)
     closers.append(indexer.stop)
+    closers.append(recall.close)
     if provider.server is not None and not provider.server.supports_tools:
         tools_note = "the local model cannot call tools; chatting without them"
     else:

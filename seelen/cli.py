@@ -313,7 +313,7 @@ def export(
 def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt = None) -> None:
     """Show the provider, models, embeddings and data dir in use, and check each one."""
     from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
 
     from seelen.doctor import facts, run_checks
 
@@ -321,10 +321,8 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     console = Console(highlight=False)
 
     async def body(application: Any) -> bool:
-        table = Table(show_header=False, box=None)
         for key, value in facts(application):
-            table.add_row(f"[bold]{key}[/bold]", value)
-        console.print(table)
+            console.print(f"[bold]{key:<12}[/bold] {escape(value)}", soft_wrap=True)
         checks = await run_checks(application)
         for check in checks:
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"

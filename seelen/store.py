@@ -153,11 +153,46 @@ def m003_archive_steps() -> str:
         """
 
 
+def m004_fts_by_session() -> str:
+    # The session id joins the word index (weight 0 in BM25), so "not this session" and
+    # "only these sessions" are filtered inside FTS5 and `ORDER BY rank LIMIT n` stays fast at
+    # 100k turns. Only spoken turns are indexed: tool traffic is noise for recall.
+    spoken = "role IN ('user', 'assistant')"
+    return f"""
+        DROP TRIGGER conversation_ai;
+        DROP TRIGGER conversation_ad;
+        DROP TRIGGER conversation_au;
+        DROP TABLE conversation_fts;
+        CREATE VIRTUAL TABLE conversation_fts USING fts5(
+            text, session_id, content='conversation', content_rowid='seq',
+            tokenize='porter unicode61');
+        INSERT INTO conversation_fts(conversation_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
+        INSERT INTO conversation_fts(rowid, text, session_id)
+            SELECT seq, text, session_id FROM conversation WHERE {spoken};
+        CREATE TRIGGER conversation_ai AFTER INSERT ON conversation WHEN new.{spoken} BEGIN
+            INSERT INTO conversation_fts(rowid, text, session_id)
+            VALUES (new.seq, new.text, new.session_id);
+        END;
+        CREATE TRIGGER conversation_ad AFTER DELETE ON conversation WHEN old.{spoken} BEGIN
+            INSERT INTO conversation_fts(conversation_fts, rowid, text, session_id)
+            VALUES ('delete', old.seq, old.text, old.session_id);
+        END;
+        CREATE TRIGGER conversation_au AFTER UPDATE OF text ON conversation
+        WHEN new.{spoken} BEGIN
+            INSERT INTO conversation_fts(conversation_fts, rowid, text, session_id)
+            VALUES ('delete', old.seq, old.text, old.session_id);
+            INSERT INTO conversation_fts(rowid, text, session_id)
+            VALUES (new.seq, new.text, new.session_id);
+        END;
+        """
+
+
 # Each returns its SQL; it runs in one transaction together with the line recording it.
 MIGRATIONS: list[Callable[[], str]] = [
     m001_initial,
     m002_full_text,
     m003_archive_steps,
+    m004_fts_by_session,
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -165,8 +200,16 @@ _STOPWORDS = frozenset(
     "a an and are as at be but by do does did for from had has have he her hers him his how"
     " i if in into is it its me my of on or our she so than that the their them then there"
     " these they this to too us was we were what when where which who whom why will with you"
-    " your yours am been can could would should about just not no yes ok okay".split()
+    " your yours am been can could would should about just not no yes ok okay s m t ll re ve d"
+    " now right usually really go get got like also still some any very much more most one"
+    " tell know think want need said say please thanks thank well oh hi hey".split()
 )
+MAX_QUERY_WORDS = 12
+
+
+def _phrase(text: str) -> str:
+    """An FTS5 string literal: the text can never be read as query syntax."""
+    return '"' + text.replace('"', '""') + '"'
 
 
 def fts_query(text: str) -> str:
@@ -174,7 +217,7 @@ def fts_query(text: str) -> str:
     words = [w.lower() for w in _WORD.findall(text)]
     kept = [w for w in dict.fromkeys(words) if w not in _STOPWORDS] or list(dict.fromkeys(words))
     # Quoting each word (quotes doubled) means no user text can be read as FTS5 syntax.
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in kept[:32])
+    return " OR ".join(_phrase(w) for w in kept[:MAX_QUERY_WORDS])
 
 
 class Store:
@@ -451,51 +494,44 @@ class Store:
         only_sessions: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """(text_id, score) of spoken turns by BM25, best first; higher score = better."""
-        return self._fts(
-            "conversation",
-            "conversation_fts",
-            "seq",
-            query,
-            limit,
-            exclude_session,
-            only_sessions,
-            "AND c.role IN ('user', 'assistant')",
+        words = fts_query(query)
+        if not words or limit <= 0 or only_sessions == []:
+            return []
+        match = f"(text : ({words}))"
+        if only_sessions:
+            match += f" AND (session_id : ({' OR '.join(_phrase(s) for s in only_sessions)}))"
+        if exclude_session is not None:
+            match += f" NOT (session_id : {_phrase(exclude_session)})"
+        rows = self._query(
+            "SELECT c.text_id, -f.rank, c.session_id FROM (SELECT rowid, rank FROM "
+            "conversation_fts WHERE conversation_fts MATCH ? ORDER BY rank LIMIT ?) f "
+            "JOIN conversation c ON c.seq = f.rowid ORDER BY f.rank",
+            (match, limit),
         )
+        # Phrase matching on ids is exact for our hex ids; the check keeps odd ids exact too.
+        return [
+            (r[0], r[1])
+            for r in rows
+            if r[2] != exclude_session and (not only_sessions or r[2] in only_sessions)
+        ]
 
     def search_summaries_text(
         self, query: str, limit: int, *, exclude_session: str | None = None
     ) -> list[tuple[str, float]]:
-        """(text_id, score) of session summaries by BM25, best first."""
-        return self._fts("summary", "summary_fts", "rowid", query, limit, exclude_session, None)
-
-    def _fts(
-        self,
-        table: str,
-        fts: str,
-        key: str,
-        query: str,
-        limit: int,
-        exclude_session: str | None,
-        only_sessions: Sequence[str] | None,
-        extra: str = "",
-    ) -> list[tuple[str, float]]:
+        """(text_id, score) of session summaries by BM25, best first; higher score = better."""
         match = fts_query(query)
         if not match or limit <= 0:
             return []
         sql = (
-            f"SELECT c.text_id, -bm25({fts}) AS score FROM {fts} JOIN {table} c "
-            f"ON c.{key} = {fts}.rowid WHERE {fts} MATCH ? {extra}"
+            "SELECT c.text_id, -bm25(summary_fts) AS score FROM summary_fts JOIN summary c "
+            "ON c.rowid = summary_fts.rowid WHERE summary_fts MATCH ?"
         )
         params: list[Any] = [match]
         if exclude_session is not None:
             sql += " AND c.session_id != ?"
             params.append(exclude_session)
-        if only_sessions is not None:
-            sql += f" AND c.session_id IN ({','.join('?' * len(only_sessions))})"
-            params.extend(only_sessions)
-        sql += " ORDER BY score DESC LIMIT ?"
-        params.append(limit)
-        return [(r[0], r[1]) for r in self._query(sql, params)]
+        rows = self._query(sql + " ORDER BY score DESC LIMIT ?", [*params, limit])
+        return [(r[0], r[1]) for r in rows]
 
     # --- vector-index bookkeeping --------------------------------------------------------
 

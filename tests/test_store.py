@@ -10,7 +10,12 @@ from seelen.store import ARCHIVED, Store, fts_query
 
 def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path) -> None:
     store = Store(tmp_path / "chat_sessions.db")
-    assert store.applied_migrations() == ["m001_initial", "m002_full_text", "m003_archive_steps"]
+    assert store.applied_migrations() == [
+        "m001_initial",
+        "m002_full_text",
+        "m003_archive_steps",
+        "m004_fts_by_session",
+    ]
     store.close()
     db = sqlite3.connect(tmp_path / "chat_sessions.db")
     cols = {
@@ -28,7 +33,35 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
     assert {"session_id", "summary", "text_id"} <= cols["summary"]
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # Reopening applies nothing twice.
-    assert Store(tmp_path / "chat_sessions.db").applied_migrations()[-1] == "m003_archive_steps"
+    assert Store(tmp_path / "chat_sessions.db").applied_migrations()[-1] == "m004_fts_by_session"
+
+
+def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Path) -> None:
+    from seelen.store import MIGRATIONS
+
+    db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
+    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER)")
+    for migration in MIGRATIONS[:3]:
+        db.executescript(
+            f"BEGIN; {migration()}; INSERT INTO migrations "
+            f"VALUES ('{migration.__name__}', 0); COMMIT;"
+        )
+    db.execute("INSERT INTO session (session_id, start_timestamp) VALUES ('s1', 1)")
+    db.execute(
+        "INSERT INTO conversation (text_id, session_id, timestamp, role, text) "
+        "VALUES ('t1', 's1', 1, 'user', 'our old kayak is red')"
+    )
+    db.execute(
+        "INSERT INTO conversation (text_id, session_id, timestamp, role, text) "
+        "VALUES ('t2', 's1', 2, 'tool', 'kayak rental api output')"
+    )
+    db.close()
+    store = Store(tmp_path / "old.db")
+    assert store.applied_migrations()[-1] == "m004_fts_by_session"
+    assert [text_id for text_id, _ in store.search_turns_text("kayak", 5)] == ["t1"]
+    store.delete_texts(["t1", "t2"])  # the triggers keep the word index consistent
+    assert store.search_turns_text("kayak", 5) == []
+    assert store.quick_check() == "ok"
 
 
 def test_turns_in_the_same_second_keep_their_order(tmp_path: Path) -> None:

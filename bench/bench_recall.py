@@ -1,0 +1,368 @@
+"""Benchmark recall on the synthetic memory dataset: quality per mode, and latency at scale.
+
+Usage: python bench/bench_recall.py [--quality] [--speed] [--sizes 10000,100000]
+                                    [--conv-num 10] [--queries 200] [--pool 2000]
+
+Quality: the dataset (bench/recall_data.py) goes into a fresh Store and VectorIndex, every
+session archived with its summary, everything embedded by the real Indexer; then each question
+is asked in an empty current session and we check where the turn that answers it ranks.
+
+Speed: the dataset padded with filler sessions to each size. Embedding 100k texts with the
+real model would take many minutes, so a pool of distinct texts is embedded once and filler
+rows borrow those vectors; SQLite FTS and LanceDB still hold every row. Latency includes
+embedding the query. With neither --quality nor --speed, both parts run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, scale
+
+from seelen.embed import LocalEmbedder
+from seelen.memory.recall import Indexer, Recall
+from seelen.store import Store
+from seelen.vectors import VectorIndex, VectorRow
+
+MODES = ("bm25", "vector", "hybrid")
+RAW = ("bm25-raw", "vector-raw")  # one ranker alone, straight from the store / the index
+KINDS = ("planted", "paraphrase-hard", "changed")
+CHUNK = 5000
+
+
+@dataclass
+class Memory:
+    """A loaded store: where each dataset turn went, and an empty current session."""
+
+    store: Store
+    index: VectorIndex
+    turn_ids: dict[tuple[str, int], str]
+    rows: list[tuple[str, str, str, int, str]]  # (kind, text_id, session_id, ts_ms, text)
+    current: str
+    load_seconds: float
+
+
+@dataclass
+class Outcome:
+    """Where one question's answer ranked (None: not in the returned turns)."""
+
+    kind: str
+    rank: int | None
+    stale_rank: int | None
+    distractor_first: bool
+    session_found: bool
+
+
+def log(message: str) -> None:
+    """Progress on stderr, so stdout holds only the results."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_avg() -> str:
+    """The 1/5/15-minute load average, for reading timings on a shared machine."""
+    return "load avg " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def open_memory(
+    directory: Path, sessions: Sequence[BenchSession], dim: int, model_id: str
+) -> Memory:
+    """A Store and VectorIndex in `directory` holding `sessions`, each archived with its summary."""
+    started = time.perf_counter()
+    store = Store(directory / "bench.db")
+    index = VectorIndex(directory / "lancedb", model_id, dim)
+    turn_ids: dict[tuple[str, int], str] = {}
+    rows: list[tuple[str, str, str, int, str]] = []
+    for s in sessions:
+        sid = store.create_session(status="active", start_ms=s.turns[0].ts_ms).session_id
+        added = store.add_turns(sid, [(t.role, t.text, None, t.ts_ms) for t in s.turns])
+        for i, turn in enumerate(added):
+            turn_ids[(s.key, i)] = turn.text_id
+            rows.append(("turns", turn.text_id, sid, turn.ts_ms, turn.text))
+        summary = store.add_summary(sid, s.summary, s.turns[0].ts_ms, s.turns[-1].ts_ms)
+        rows.append(("summaries", summary.text_id, sid, summary.start_ms, summary.text))
+        store.mark_archived(sid)
+    current = store.create_session(start_ms=sessions[-1].turns[-1].ts_ms + 86_400_000).session_id
+    return Memory(store, index, turn_ids, rows, current, time.perf_counter() - started)
+
+
+# --- quality -------------------------------------------------------------------------------
+
+
+def rank_of(ids: Sequence[str], text_id: str | None) -> int | None:
+    """1-based position of `text_id` in `ids`, or None."""
+    return ids.index(text_id) + 1 if text_id in ids else None
+
+
+def ranked_ids(
+    memory: Memory, recall: Recall, embedder: Any, question: str, mode: str, k: int
+) -> tuple[list[str], set[str]]:
+    """Turn ids best first for one mode, and the session ids of recalled summaries."""
+    if mode == "bm25-raw":
+        return [
+            i
+            for i, _ in memory.store.search_turns_text(question, k, exclude_session=memory.current)
+        ], set()
+    if mode == "vector-raw":
+        vector = embedder.embed([question])[0]
+        hits = memory.index.search("turns", vector, k, exclude_session=memory.current)
+        return [h.text_id for h in hits], set()
+    result = recall.search(question, memory.current, mode=mode)
+    return [t.text_id for t in result.turns][:k], {s.session_id for s in result.summaries}
+
+
+def evaluate(
+    memory: Memory, recall: Recall, embedder: Any, queries: list[BenchQuery], k: int
+) -> dict[str, list[Outcome]]:
+    """Each question in each mode: the rank of its answer among the top `k` turns."""
+    session_of = {text_id: sid for _, text_id, sid, _, _ in memory.rows}
+    out: dict[str, list[Outcome]] = {m: [] for m in MODES + RAW}
+    for q in queries:
+        answer = memory.turn_ids[(q.session_key, q.turn_index)]
+        stale = [memory.turn_ids[s] for s in q.stale]
+        distractors = {memory.turn_ids[d] for d in q.distractors}
+        for mode in out:
+            ids, sessions = ranked_ids(memory, recall, embedder, q.question, mode, k)
+            stale_ranks = [r for r in (rank_of(ids, s) for s in stale) if r is not None]
+            out[mode].append(
+                Outcome(
+                    q.kind,
+                    rank_of(ids, answer),
+                    min(stale_ranks) if stale_ranks else None,
+                    bool(ids) and ids[0] in distractors,
+                    session_of[answer] in sessions,
+                )
+            )
+    return out
+
+
+def metrics(outcomes: Sequence[Outcome], k: int) -> tuple[float, float, float]:
+    """(recall@5, recall@k, MRR@k) of some outcomes."""
+    if not outcomes:
+        return 0.0, 0.0, 0.0
+    n = len(outcomes)
+    at5 = sum(1 for o in outcomes if o.rank is not None and o.rank <= 5) / n
+    atk = sum(1 for o in outcomes if o.rank is not None and o.rank <= k) / n
+    mrr = sum(1 / o.rank for o in outcomes if o.rank is not None) / n
+    return at5, atk, mrr
+
+
+def newest_above_stale(o: Outcome) -> bool:
+    """The newest version was recalled, and ranks above any outdated one."""
+    return o.rank is not None and (o.stale_rank is None or o.rank < o.stale_rank)
+
+
+def print_quality(results: dict[str, list[Outcome]], k: int) -> None:
+    """Recall@5 / recall@k / MRR per mode and kind; then changed facts and near misses."""
+    kinds = [o.kind for o in results["hybrid"]]
+    groups = [(kind, [i for i, x in enumerate(kinds) if x == kind]) for kind in KINDS]
+    groups.append(("all", list(range(len(kinds)))))
+    print(f"\nRecall of the answering turn: R@5  R@{k}  MRR@{k}")
+    print(f"{'mode':12}" + "".join(f"{f'{name} ({len(idx)})':>22}" for name, idx in groups))
+    for mode, outcomes in results.items():
+        cells = (metrics([outcomes[i] for i in idx], k) for _, idx in groups)
+        print(f"{mode:12}" + "".join(f"{a:>10.2f}{b:>6.2f}{c:>6.2f}" for a, b, c in cells))
+    print(f"\nChanging facts: the newest version is expected; top {k}")
+    print(f"{'mode':12}{'newest found':>14}{'stale found':>14}{'newest above stale':>20}")
+    for mode, outcomes in results.items():
+        changed = [o for o in outcomes if o.kind == "changed"]
+        n = len(changed)
+        found = sum(o.rank is not None for o in changed)
+        stale = sum(o.stale_rank is not None for o in changed)
+        above = sum(newest_above_stale(o) for o in changed)
+        print(f"{mode:12}{f'{found}/{n}':>14}{f'{stale}/{n}':>14}{f'{above}/{n}':>20}")
+    print("\nNear misses, and stage one (the answer's session among the 3 recalled summaries)")
+    print(f"{'mode':12}{'distractor ranked 1st':>24}{'answer session recalled':>26}")
+    for mode in MODES:
+        outcomes, n = results[mode], len(results[mode])
+        first = sum(o.distractor_first for o in outcomes)
+        found = sum(o.session_found for o in outcomes)
+        print(f"{mode:12}{f'{first}/{n}':>24}{f'{found}/{n}':>26}")
+
+
+def quality(args: argparse.Namespace, embedder: LocalEmbedder) -> None:
+    """Load the dataset, index it with the real Indexer, and score every question."""
+    data = build(args.seed)
+    counts = ", ".join(f"{k} {sum(q.kind == k for q in data.queries)}" for k in KINDS)
+    print(f"\nDataset: {len(data.sessions)} sessions, {data.turn_count()} turns, ", end="")
+    print(f"{len(data.queries)} questions ({counts})")
+    with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
+        memory = open_memory(Path(tmp), data.sessions, embedder.dim, embedder.model_id)
+        started = time.perf_counter()
+        done = Indexer(memory.store, memory.index, embedder).index_all(
+            lambda d, t: log(f"  indexed {d}/{t}") if d % 320 == 0 else None
+        )
+        seconds = time.perf_counter() - started
+        rate = done / seconds
+        print(f"Indexed {done} texts in {seconds:.1f} s ({rate:.0f} texts/s; {load_avg()})")
+        recall = Recall(memory.store, memory.index, embedder, session_num=3, conv_num=args.conv_num)
+        results = evaluate(memory, recall, embedder, data.queries, args.conv_num)
+        print_quality(results, args.conv_num)
+        if args.verbose:
+            print_misses(data, results, args.conv_num)
+        memory.store.close()
+
+
+def print_misses(data: Dataset, results: dict[str, list[Outcome]], k: int) -> None:
+    """Questions whose answer the hybrid pipeline missed, with the raw rankers' ranks."""
+    print(f"\nHybrid misses (not in top {k}) with each ranker's rank of the answer:")
+    for i, q in enumerate(data.queries):
+        o = results["hybrid"][i]
+        if o.rank is None:
+            ranks = " ".join(f"{m}={results[m][i].rank}" for m in ("bm25", "vector", *RAW))
+            print(f"  [{q.kind}] {q.question!r}: {ranks}")
+
+
+# --- speed ---------------------------------------------------------------------------------
+
+
+def embed_pool(embedder: LocalEmbedder, texts: Iterable[str], size: int) -> dict[str, np.ndarray]:
+    """Real vectors for up to `size` distinct texts, embedded once for every size."""
+    pool = list(dict.fromkeys(texts))[:size]
+    started = time.perf_counter()
+    vectors = embedder.embed(pool)
+    log(f"  embedded a pool of {len(pool)} texts in {time.perf_counter() - started:.1f} s")
+    return dict(zip(pool, vectors, strict=True))
+
+
+def insert_vectors(memory: Memory, pool: dict[str, np.ndarray]) -> None:
+    """Every stored text into LanceDB: its own vector if pooled, else a borrowed one."""
+    borrowed = list(pool.values())
+    for kind in ("turns", "summaries"):
+        rows = [r for r in memory.rows if r[0] == kind]
+        for start in range(0, len(rows), CHUNK):
+            chunk = rows[start : start + CHUNK]
+            vectors = [
+                pool.get(text, borrowed[(start + j) % len(borrowed)])
+                for j, (_, _, _, _, text) in enumerate(chunk)
+            ]
+            memory.index.add(
+                kind,
+                [
+                    VectorRow(tid, sid, ts, v)
+                    for (_, tid, sid, ts, _), v in zip(chunk, vectors, strict=True)
+                ],
+            )
+            memory.store.mark_indexed([r[1] for r in chunk])
+
+
+def speed_queries(data: Dataset, n: int, seed: int) -> list[str]:
+    """The dataset's questions plus chit-chat-like random ones, `n` in all."""
+    rng = random.Random(seed)
+    questions = [q.question for q in data.queries][:n]
+    while len(questions) < n:
+        lead = rng.choice(["", "Do you remember? ", "What did I say about this: "])
+        questions.append(lead + chit_chat(rng))
+    rng.shuffle(questions)
+    return questions
+
+
+def time_queries(
+    recall: Recall, embedder: LocalEmbedder, questions: list[str], current: str
+) -> dict[str, list[float]]:
+    """Milliseconds per query for each mode (modes interleaved, so load spikes hit all alike)."""
+    for q in questions[:5]:  # warm-up: model, caches, LanceDB file handles
+        recall.search(q, current, mode="hybrid")
+    times: dict[str, list[float]] = {m: [] for m in ("embed only", *MODES)}
+    for q in questions:
+        started = time.perf_counter()
+        embedder.embed([q])
+        times["embed only"].append((time.perf_counter() - started) * 1000)
+        for mode in MODES:
+            started = time.perf_counter()
+            recall.search(q, current, mode=mode)
+            times[mode].append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -> None:
+    """Median, p95, p99 and max per mode; medians for short questions and chit-chat apart."""
+    print(f"{'turns':>10}  {'mode':11}{'median':>8}{'p95':>8}{'p99':>8}{'max':>8}", end="")
+    print(f"{'med. questions':>16}{'med. chit-chat':>16}   (ms, {len(short)} queries)")
+    for mode, ms in times.items():
+        p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+        asked = np.median([t for t, s in zip(ms, short, strict=True) if s])
+        chat = np.median([t for t, s in zip(ms, short, strict=True) if not s])
+        print(f"{size:>10,}  {mode:11}{p50:>8.1f}{p95:>8.1f}{p99:>8.1f}{max(ms):>8.1f}", end="")
+        print(f"{asked:>16.1f}{chat:>16.1f}")
+
+
+def fill_size(
+    data: Dataset, pool: dict[str, np.ndarray], directory: Path, dim: int, model_id: str
+) -> Memory:
+    """A store and index holding all of `data`, in the state the app keeps after a re-index."""
+    memory = open_memory(directory, data.sessions, dim, model_id)
+    started = time.perf_counter()
+    insert_vectors(memory, pool)
+    # As after a re-index: compact, build the ANN index, load it into memory.
+    memory.index.maintain()
+    memory.index.warm()
+    print(f"\n{data.turn_count():,} turns in {len(data.sessions):,} sessions: ", end="")
+    print(f"SQLite load {memory.load_seconds:.1f} s, LanceDB insert + index ", end="")
+    print(f"{time.perf_counter() - started:.1f} s; {load_avg()}")
+    return memory
+
+
+def speed(args: argparse.Namespace, embedder: LocalEmbedder) -> None:
+    """Latency of recall at each size, query embedding included."""
+    base = build(args.seed)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    scaled = {size: scale(base, size, args.seed) for size in sizes}
+    # The dataset's own texts always get their real vectors; fillers fill the rest of the pool.
+    own = {t.text for s in base.sessions for t in s.turns} | {s.summary for s in base.sessions}
+    fillers = [t.text for s in scaled[max(sizes)].sessions for t in s.turns] if sizes else []
+    pool = embed_pool(embedder, [*sorted(own), *fillers], max(args.pool, len(own)))
+    questions = speed_queries(base, args.queries, args.seed)
+    short = [q in {x.question for x in base.queries} for q in questions]
+    print(f"\nRecall latency, query embedding included; conv_num={args.conv_num}, ", end="")
+    print(f"{len(pool)} pooled vectors, {os.cpu_count()} cores")
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
+            memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
+            recall = Recall(memory.store, memory.index, embedder, conv_num=args.conv_num)
+            times = time_queries(recall, embedder, questions, memory.current)
+            print_latency(size, times, short)
+            print(f"{'':12}after: {load_avg()}")
+            memory.store.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse flags and run the chosen parts (both when none is chosen)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quality", action="store_true", help="recall@k and MRR per mode")
+    parser.add_argument("--speed", action="store_true", help="latency at --sizes stored turns")
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated turn counts")
+    parser.add_argument(
+        "--conv-num", type=int, default=10, help="turns recalled (the k of recall@k)"
+    )
+    parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
+    parser.add_argument(
+        "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("-v", "--verbose", action="store_true", help="list the hybrid misses")
+    args = parser.parse_args(argv)
+    both = not (args.quality or args.speed)
+    embedder = LocalEmbedder()
+    print(f"Seelen recall bench: {embedder.model_id}, conv_num={args.conv_num}; {load_avg()}")
+    if args.quality or both:
+        quality(args, embedder)
+    if args.speed or both:
+        speed(args, embedder)
+
+
+if __name__ == "__main__":
+    main()
