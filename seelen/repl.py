@@ -229,6 +229,12 @@ class Repl:
             try:
                 line = await session.prompt_async("› ")
             except KeyboardInterrupt:
+                typed = session.default_buffer.text
+                if typed.strip():  # Ctrl-C clears the line; ↑ brings it back
+                    session.history.append_string(typed)
+                    self.console.print("[dim](line cleared: press ↑ to get it back)[/dim]")
+                    armed = False
+                    continue
                 if armed:
                     return
                 armed = True

@@ -70,6 +70,25 @@ async def test_ctrl_d_exits_and_ctrl_c_twice_exits(env: ModelServer) -> None:
     await repl2.app.aclose()
 
 
+async def test_ctrl_c_on_a_typed_line_keeps_it_in_history(env: ModelServer) -> None:
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.start()
+        loop = asyncio.create_task(repl.run_interactive())
+        pipe.send_text("a long message I did not mean to lose\x03")
+        while "line cleared" not in out.getvalue():
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)  # a person presses ↑ a moment later
+        pipe.send_text("\x1b[A\r")  # arrow up brings it back; Enter sends it
+        while not repl.app.sessions.live_turns():
+            await asyncio.sleep(0.02)
+        pipe.send_text("/q\r")
+        await asyncio.wait_for(loop, 20)
+    assert "line cleared" in out.getvalue()
+    assert repl.app.sessions.live_turns()[0].text == "a long message I did not mean to lose"
+    await repl.app.aclose()
+
+
 async def test_restored_session_is_shown_on_start(env: ModelServer) -> None:
     env.enqueue("Your cat is called Miso.")
     with create_pipe_input() as pipe:
