@@ -160,6 +160,8 @@ def _load_session(path: Path, threads: int) -> Any:
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # warnings about unused initialisers are noise to users
+    # Idle threads sleep instead of spinning: the local chat model shares these two cores.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]

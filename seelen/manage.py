@@ -25,26 +25,33 @@ from seelen.memory.recall import RecallResult
 from seelen.store import Session
 
 
-async def prepare(app: App, console: Console) -> bool:
-    """Open the session (finishing a half-done archive) and start indexing; True if restored."""
+async def prepare(app: App, console: Console, *, index_now: bool = True) -> bool:
+    """Open the session (finishing a half-done archive) and start indexing; True if restored.
+
+    `index_now=False` (one-shot `ask`) leaves indexing until after the answer, so the first
+    request is not slowed by loading LanceDB and the embedding model.
+    """
     restored = await app.open_session(
         progress=lambda step: console.print(f"[yellow]{escape(step)}…[/yellow]")
     )
-    await asyncio.to_thread(reindex_if_needed, app, console)
+    if app.recall is not None:
+        app.recall.warm(app.sessions.current.session_id)
+    await asyncio.to_thread(reindex_if_needed, app, console, start=index_now)
     return restored
 
 
-def reindex_if_needed(app: App, console: Console) -> None:
+def reindex_if_needed(app: App, console: Console, *, start: bool = True) -> None:
     """After an embedding-model change, re-embed everything with a progress bar."""
     if app.index is None:
         return
-    if app.index.needs_reindex():
+    if app.store.has_history() and app.index.needs_reindex():
         console.print("[yellow]The embedding model changed: re-indexing your memory.[/yellow]")
         app.index.reset_for_new_model()
         with _progress(console) as bar:
             task = bar.add_task("re-indexing", total=app.index.pending())
             app.index.index_all(lambda done, total: bar.update(task, completed=done, total=total))
-    app.index.start()
+    if start:
+        app.index.start()
 
 
 def reindex_all(app: App, console: Console) -> int:

@@ -18,7 +18,7 @@ async def answer_once(app: App, text: str, *, as_json: bool, ephemeral: bool) ->
     err = Console(stderr=True, highlight=False)
     from seelen.manage import prepare
 
-    await prepare(app, err)
+    await prepare(app, err, index_now=False)
     if app.start_mcp(lambda line: err.print(f"[yellow]{line}[/yellow]")) is not None:
         await app.mcp.wait_ready(app.settings.mcp_init_timeout + 1)
     if ephemeral:
@@ -44,6 +44,33 @@ async def answer_once(app: App, text: str, *, as_json: bool, ephemeral: bool) ->
         session_id = app.sessions.current.session_id
         if ephemeral:
             app.forget(await asyncio.to_thread(app.sessions.discard))
+    _print_answer(
+        reply,
+        usage,
+        failure,
+        tools,
+        session_id,
+        as_json=as_json,
+        ephemeral=ephemeral,
+        streamed=stream_plain,
+    )
+    if app.index is not None:  # after the answer is out: index this exchange for recall
+        await asyncio.to_thread(app.index.index_all)
+    return 1 if failure is not None else 0
+
+
+def _print_answer(
+    reply: str,
+    usage: Any,
+    failure: str | None,
+    tools: list[dict[str, Any]],
+    session_id: str,
+    *,
+    as_json: bool,
+    ephemeral: bool,
+    streamed: bool,
+) -> None:
+    """Write the answer (or the failure) the way the caller asked for it."""
     if failure is not None:
         print(f"seelen: {failure}", file=sys.stderr)
         if not ephemeral:
@@ -60,11 +87,12 @@ async def answer_once(app: App, text: str, *, as_json: bool, ephemeral: bool) ->
             "tool_calls": tools,
         }
         print(json.dumps(payload, ensure_ascii=False))
-    elif stream_plain:
+    elif streamed:
         if not reply.endswith("\n"):
             sys.stdout.write("\n")
     else:
+        from rich.console import Console
         from rich.markdown import Markdown
 
         Console().print(Markdown(reply))
-    return 0
+    sys.stdout.flush()

@@ -441,6 +441,16 @@ class Store:
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
         return n
 
+    def has_history(self, exclude_session: str | None = None) -> bool:
+        """True when anything outside `exclude_session` could be recalled."""
+        rows = self._query(
+            "SELECT EXISTS (SELECT 1 FROM summary WHERE session_id IS NOT ?) OR EXISTS "
+            "(SELECT 1 FROM conversation WHERE session_id IS NOT ? "
+            "AND role IN ('user', 'assistant'))",
+            (exclude_session, exclude_session),
+        )
+        return bool(rows[0][0])
+
     def find_text_ids(self, prefix: str) -> list[str]:
         """Turn and summary ids that start with `prefix`."""
         pattern = _like_prefix(prefix)

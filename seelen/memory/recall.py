@@ -110,6 +110,21 @@ class Recall:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seelen-recall")
         return self._pool.submit(fn, *args, **kwargs)
 
+    def warm(self, current_session: str | None = None) -> None:
+        """Load the embedding model and LanceDB now, in the background, if there is history.
+
+        Importing LanceDB alone takes over a second; started early, it overlaps with the rest
+        of start-up and with the user typing instead of delaying the first reply.
+        """
+        if self.index is None or not self.store.has_history(current_session):
+            return
+
+        def load() -> None:
+            self.embedder.embed(["warm up"])
+            self.index.warm()
+
+        self._run(load)
+
     def close(self) -> None:
         """Stop the worker threads."""
         if self._pool is not None:
@@ -128,6 +143,8 @@ class Recall:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         started = time.perf_counter()
+        if not self.store.has_history(current_session):  # a new user: nothing to load or search
+            return RecallResult(query, [], [], time.perf_counter() - started, mode)
         words = mode in ("hybrid", "bm25")
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         n, store = self.candidates, self.store
