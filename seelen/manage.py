@@ -11,8 +11,9 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,6 +24,8 @@ from seelen.app import App
 from seelen.errors import SeelenError
 from seelen.memory.recall import RecallResult
 from seelen.store import Session
+
+T = TypeVar("T")
 
 
 async def prepare(app: App, console: Console, *, index_now: bool = True) -> bool:
@@ -151,9 +154,16 @@ def _short(text: str, limit: int = 160) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-def _check_prefix(prefix: str) -> None:
+def _unique(prefix: str, find: Callable[[str], list[T]], missing: str, kind: str) -> T:
+    """The one match of an id prefix (at least 4 characters), or a clear error."""
     if len(prefix.strip()) < 4:
         raise SeelenError(f"give at least 4 characters of the id, not {prefix!r}")
+    matches = find(prefix.strip())
+    if not matches:
+        raise SeelenError(missing)
+    if len(matches) > 1:
+        raise SeelenError(f"{prefix!r} matches {len(matches)} {kind}; give more of the id")
+    return matches[0]
 
 
 # --- sessions ----------------------------------------------------------------------------
@@ -161,13 +171,8 @@ def _check_prefix(prefix: str) -> None:
 
 def resolve_session(app: App, prefix: str) -> Session:
     """A session by its id or a unique prefix of it (at least 4 characters)."""
-    _check_prefix(prefix)
-    matches = app.store.find_sessions(prefix.strip())
-    if not matches:
-        raise SeelenError(f"no session starts with {prefix!r} (see `seelen sessions list`)")
-    if len(matches) > 1:
-        raise SeelenError(f"{prefix!r} matches {len(matches)} sessions; give more of the id")
-    return matches[0]
+    missing = f"no session starts with {prefix!r} (see `seelen sessions list`)"
+    return _unique(prefix, app.store.find_sessions, missing, "sessions")
 
 
 def render_sessions(console: Console, app: App, limit: int) -> None:
@@ -218,12 +223,8 @@ def render_session(console: Console, app: App, session: Session) -> None:
 
 def forget_text(app: App, text_id: str) -> int:
     """Delete one turn or summary (by id or unique prefix) from SQLite and LanceDB."""
-    _check_prefix(text_id)
-    ids = app.store.find_text_ids(text_id.strip())
-    if not ids:
-        raise SeelenError(f"no memory has the id {text_id!r} (see `seelen memory search`)")
-    if len(ids) > 1:
-        raise SeelenError(f"{text_id!r} matches {len(ids)} memories; give more of the id")
+    missing = f"no memory has the id {text_id!r} (see `seelen memory search`)"
+    ids = [_unique(text_id, app.store.find_text_ids, missing, "memories")]
     n = app.store.delete_texts(ids)
     app.forget(ids)
     return n

@@ -219,15 +219,23 @@ class Repl:
         """The prompt loop: until /exit, Ctrl-D, or Ctrl-C twice at an empty prompt."""
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(self._background_error)
         with patch_stdout(raw=True):  # background lines (MCP failures) print above the prompt
             await self._prompt_loop()
+
+    def _background_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """A failure in background work: one line, and the chat goes on (never 'press Enter')."""
+        exc = context.get("exception")
+        detail = f"{type(exc).__name__}: {exc}" if exc else context.get("message", "")
+        self.console.print(f"[dim]background error: {escape(str(detail))}[/dim]")
 
     async def _prompt_loop(self) -> None:
         session = self._prompt_session()
         armed = False
         while True:
             try:
-                line = await session.prompt_async("› ")
+                line = await session.prompt_async("› ", set_exception_handler=False)
             except KeyboardInterrupt:
                 typed = session.default_buffer.text
                 if typed.strip():  # Ctrl-C clears the line; ↑ brings it back

@@ -24,6 +24,7 @@ segment each time, so a single table needs either slow searches or a rebuild eve
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -208,6 +209,9 @@ class VectorIndex:
 
     def _connect(self) -> Any:
         if self._db is None:
+            # LanceDB's Rust log writes warnings (e.g. k-means on few rows) straight to the
+            # terminal, over the prompt; only errors are worth a user's attention.
+            os.environ.setdefault("LANCEDB_LOG", "error")
             try:
                 import lancedb
             except ImportError:

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -38,8 +38,24 @@ def server() -> Iterator[LocalServer]:
         yield running
 
 
-def client(server: LocalServer) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=server.base_url, api_key=server.api_key, max_retries=0)
+_OPEN_CLIENTS: list[openai.AsyncOpenAI] = []
+
+
+def client(server: LocalServer, api_key: str | None = None) -> openai.AsyncOpenAI:
+    made = openai.AsyncOpenAI(
+        base_url=server.base_url, api_key=api_key or server.api_key, max_retries=0
+    )
+    _OPEN_CLIENTS.append(made)
+    return made
+
+
+@pytest.fixture(autouse=True)
+async def close_clients() -> AsyncIterator[None]:
+    """Close every client a test made, in its own event loop (a client left to the garbage
+    collector schedules its close on whatever loop runs later, and fails there)."""
+    yield
+    while _OPEN_CLIENTS:
+        await _OPEN_CLIENTS.pop().close()
 
 
 def port_of(base_url: str) -> int:
@@ -144,7 +160,7 @@ async def test_tools_in_a_request_do_not_fail(server: LocalServer) -> None:
 
 
 async def test_requests_without_the_api_key_are_refused(server: LocalServer) -> None:
-    stranger = openai.AsyncOpenAI(base_url=server.base_url, api_key="guess", max_retries=0)
+    stranger = client(server, api_key="guess")
     with pytest.raises(openai.AuthenticationError):
         await stranger.chat.completions.create(
             model=server.model_name, messages=[{"role": "user", "content": "hi"}], max_tokens=1
