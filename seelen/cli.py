@@ -337,6 +337,10 @@ def main() -> None:
     """Console-script entry point: one clear line per error, never a traceback."""
     import click
 
+    # Piped bytes that are not valid UTF-8 become U+FFFD instead of ending the program.
+    if hasattr(sys.stdin, "reconfigure"):
+        sys.stdin.reconfigure(errors="replace")
+
     try:
         code = app(standalone_mode=False)
     except SeelenError as exc:

@@ -32,8 +32,12 @@ def call(name: str, args: dict, call_id: str) -> dict:
 
 async def test_two_calls_in_one_reply_one_failing(env: ModelServer) -> None:
     env.enqueue(
-        Reply(tool_calls=[call("current_time", {"timezone": "Asia/Tokyo"}, "c1"),
-                          call("current_time", {"timezone": "Not/AZone"}, "c2")]),
+        Reply(
+            tool_calls=[
+                call("current_time", {"timezone": "Asia/Tokyo"}, "c1"),
+                call("current_time", {"timezone": "Not/AZone"}, "c2"),
+            ]
+        ),
         "It is evening in Tokyo.",
     )
     app = await open_app()
@@ -95,8 +99,9 @@ async def test_memory_search_tool_reads_earlier_sessions(env: ModelServer) -> No
     app.store.add_turn(old.session_id, "user", "My locker code at the gym is 4711")
     app.store.mark_archived(old.session_id)
     app.index.index_all()
-    env.enqueue(Reply(tool_calls=[call("memory_search", {"query": "gym locker code"}, "m1")]),
-                "It is 4711.")
+    env.enqueue(
+        Reply(tool_calls=[call("memory_search", {"query": "gym locker code"}, "m1")]), "It is 4711."
+    )
     events = [e async for e in app.bot.turn("what was my locker code?")]
     outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
     assert outcome.ok and "4711" in outcome.content and "user:" in outcome.content
@@ -128,11 +133,15 @@ async def test_stdio_server_from_mcp_servers_json_and_tools_command(
     env: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ENABLE_MCP", "true")
-    config = {"mcpServers": {
-        "time": {"command": "python", "args": ["-m", "mcp_server_time",
-                                               "--local-timezone", "UTC"]},
-        "ghost": {"command": "no-such-mcp-command-anywhere"},
-    }}
+    config = {
+        "mcpServers": {
+            "time": {
+                "command": "python",
+                "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+            },
+            "ghost": {"command": "no-such-mcp-command-anywhere"},
+        }
+    }
     (tmp_path / "mcp_servers.json").write_text(json.dumps(config))
     out = io.StringIO()
     with create_pipe_input() as pipe:
@@ -141,8 +150,10 @@ async def test_stdio_server_from_mcp_servers_json_and_tools_command(
         await repl.start()
         repl.start_mcp()
         await app.mcp.wait_ready(60)
-        env.enqueue(Reply(tool_calls=[call("time_get_current_time",
-                                           {"timezone": "Europe/Berlin"}, "s1")]), "Done.")
+        env.enqueue(
+            Reply(tool_calls=[call("time_get_current_time", {"timezone": "Europe/Berlin"}, "s1")]),
+            "Done.",
+        )
         await repl.handle("what time is it in Berlin?")
         await repl.handle("/tools")
         await app.aclose()
@@ -152,3 +163,22 @@ async def test_stdio_server_from_mcp_servers_json_and_tools_command(
     assert "time: ready" in text
     tool_message = env.chat_requests()[-1]["messages"][-1]
     assert tool_message["role"] == "tool" and "Europe/Berlin" in tool_message["content"]
+
+
+async def test_a_crash_between_a_tool_call_and_its_result_does_not_wedge_the_session(
+    env: ModelServer,
+) -> None:
+    app = await open_app()
+    sid = app.sessions.current.session_id
+    app.store.add_turn(sid, "user", "what time is it?")
+    calls = [{"id": "lost1", "name": "current_time", "arguments": "{}"}]
+    app.store.add_turn(sid, "assistant", "", {"tool_calls": calls})  # then the process died
+    await app.aclose()
+    app2 = await open_app()
+    env.enqueue("Sorry, let me answer now.")
+    events = [e async for e in app2.bot.turn("hello?")]
+    assert events[-1] == Done("Sorry, let me answer now.")
+    sent = env.chat_requests()[-1]["messages"]
+    tool = next(m for m in sent if m["role"] == "tool")
+    assert tool["tool_call_id"] == "lost1" and "interrupted" in tool["content"]
+    await app2.aclose()

@@ -114,3 +114,17 @@ def test_help_explains_commands() -> None:
     assert result.returncode == 0
     for name in ("chat", "ask", "save"):
         assert name in result.stdout
+
+
+def test_invalid_utf8_on_stdin_is_kept_not_fatal(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue("Got it.")
+    result = subprocess.run(
+        [sys.executable, "-m", "seelen", "ask"],
+        input=b"caf\xe9 au lait\n",
+        capture_output=True,
+        timeout=60,
+        env=dict(os.environ),
+    )
+    assert result.returncode == 0, result.stderr
+    store = open_store(data_dir)
+    assert store.turns(store.active_session().session_id)[0].text == "caf\ufffd au lait"

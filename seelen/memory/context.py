@@ -100,7 +100,26 @@ def live_messages(turns: Sequence[Turn], budget: int) -> list[dict[str, Any]]:
     # A tool result whose assistant call was cut would be rejected by the API.
     while picked and picked[0]["role"] == "tool":
         picked.pop(0)
-    return picked
+    return _answer_open_calls(picked)
+
+
+def _answer_open_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give every tool call a result: a crash or Ctrl-C mid-tool leaves calls unanswered,
+    and the API rejects a history with an open call, which would wedge the session."""
+    answered = {m.get("tool_call_id") for m in messages if m["role"] == "tool"}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        out.append(message)
+        for call in message.get("tool_calls") or ():
+            if call["id"] not in answered:
+                out.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call["id"],
+                        "content": "error: this tool call was interrupted",
+                    }
+                )
+    return out
 
 
 def turn_message(turn: Turn) -> dict[str, Any]:
