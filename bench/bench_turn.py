@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/bench_turn.py [--stored 10000] [--turns 40]
 
-Fills a profile with archived sessions (real SQLite rows, real LanceDB vectors), then runs
-turns through the real ChatBot against a local OpenAI-protocol server that answers at
-once. Overhead = the turn's wall time minus the time the server spent answering
-(measured inside the server). Goal: median under 20 ms.
+Fills a profile with the synthetic history of recall_data.py (real SQLite rows, real LanceDB
+vectors), then runs the dataset's questions through the real ChatBot against a local
+OpenAI-protocol server that answers at once. Overhead = from the start of the turn until the
+request reaches the server (save, fold check, recall, prompt assembly). Goal: median < 20 ms.
 """
 
 from __future__ import annotations
@@ -18,97 +18,107 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from model_server import ModelServer, Reply  # noqa: E402
 
 from seelen.app import build_app  # noqa: E402
 from seelen.config import load_settings  # noqa: E402
-from seelen.store import now_ms  # noqa: E402
 from seelen.vectors import VectorRow  # noqa: E402
 
-WORDS = ("garden sailing bread coffee Lisbon sister meeting project running piano novel "
-         "weather train rent dentist birthday recipe cat bicycle concert budget").split()
 
+def fill(app: Any, stored: int) -> list[str]:
+    """The synthetic history of bench/recall_data.py (real texts, archived sessions), with
+    vectors borrowed from a pool of 500 really embedded texts; returns its questions."""
+    from recall_data import build, scale
 
-def fill(app, stored: int, rng: np.random.Generator) -> None:
-    """Archived sessions of 40 turns each, with random unit vectors (fast, same shape)."""
+    data = scale(build(), stored)
     store, index = app.store, app.recall.index
-    start = now_ms() - 90 * 86_400_000
-    per = 40
-    for s in range(stored // per):
-        session = store.create_session(start_ms=start + s * 3_600_000)
-        rows = [("user" if i % 2 == 0 else "assistant",
-                 " ".join(rng.choice(WORDS, 12)), None, start + s * 3_600_000 + i * 1000)
-                for i in range(per)]
-        turns = store.add_turns(session.session_id, rows)
-        summary = store.add_summary(session.session_id, " ".join(rng.choice(WORDS, 40)),
-                                    turns[0].ts_ms, turns[-1].ts_ms)
-        vectors = rng.standard_normal((per + 1, 384)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        index.add("turns", [VectorRow(t.text_id, t.session_id, t.ts_ms, v)
-                            for t, v in zip(turns, vectors, strict=False)])
-        index.add("summaries", [VectorRow(summary.text_id, session.session_id,
-                                          summary.start_ms, vectors[-1])])
-        store.mark_indexed([t.text_id for t in turns] + [summary.text_id])
+    pool_texts = [t.text for s in data.sessions[-40:] for t in s.turns][:500]
+    pool = app.recall.embedder.embed(pool_texts)
+    k = 0
+    for bench_session in data.sessions:
+        turns = bench_session.turns
+        session = store.create_session(start_ms=turns[0].ts_ms)
+        saved = store.add_turns(
+            session.session_id, [(t.role, t.text, None, t.ts_ms) for t in turns]
+        )
+        summary = store.add_summary(
+            session.session_id, bench_session.summary, turns[0].ts_ms, turns[-1].ts_ms
+        )
+        vectors = [pool[(k + i) % len(pool)] for i in range(len(saved) + 1)]
+        k += len(saved) + 1
+        index.add(
+            "turns",
+            [
+                VectorRow(t.text_id, t.session_id, t.ts_ms, v)
+                for t, v in zip(saved, vectors, strict=False)
+            ],
+        )
+        index.add(
+            "summaries",
+            [VectorRow(summary.text_id, session.session_id, summary.start_ms, vectors[-1])],
+        )
+        store.mark_indexed([t.text_id for t in saved] + [summary.text_id])
         store.mark_archived(session.session_id)
     index.maintain()
+    return [q.question for q in data.queries]
 
 
 async def run(stored: int, turns: int) -> None:
-    served: list[float] = []
+    arrived: list[float] = []
 
     def respond(body: dict) -> Reply:
-        t0 = time.perf_counter()
-        reply = Reply(text="Sure, noted.")
-        served.append(time.perf_counter() - t0)
-        return reply
+        if "messages" in body:
+            arrived.append(time.perf_counter())
+        return Reply(text="Sure, noted.")
 
     with ModelServer(responder=respond) as server, tempfile.TemporaryDirectory() as tmp:
-        os.environ.update({"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-bench",
-                           "CHAT_MODEL": "test-model", "SEELEN_DATA_DIR": tmp,
-                           "ENABLE_MCP": "false", "MAX_CONV_NUM": "1000"})
+        os.environ.update(
+            {
+                "OPENAI_BASE_URL": server.url,
+                "OPENAI_API_KEY": "sk-bench",
+                "CHAT_MODEL": "test-model",
+                "SEELEN_DATA_DIR": tmp,
+                "ENABLE_MCP": "false",
+                "MAX_CONV_NUM": "1000",
+            }
+        )
         app = build_app(load_settings())
         t0 = time.perf_counter()
-        fill(app, stored, np.random.default_rng(1))
+        questions = fill(app, stored)
         print(f"stored {app.store.count_turns():,} turns in {time.perf_counter() - t0:.1f} s")
         await app.open_session()
         app.start_background()
-        rng = np.random.default_rng(2)
-        walls, model_times, recall_ms = [], [], []
+        app.recall.warm(app.sessions.current.session_id)
+        pre, post, recall_ms = [], [], []
         for i in range(turns + 3):
-            text = f"tell me about my {' '.join(rng.choice(WORDS, 3))}"
+            text = questions[i % len(questions)]
             t0 = time.perf_counter()
             async for _ in app.bot.turn(text):
                 pass
-            wall = time.perf_counter() - t0
-            if i >= 3:  # the first turns load the embedder and open LanceDB
-                walls.append(wall)
+            t_end = time.perf_counter()
+            while app.index.pending():  # the user reads and types; indexing finishes meanwhile
+                await asyncio.sleep(0.01)
+            if i >= 3:  # the first turns finish loading the embedder and LanceDB
+                pre.append((arrived[-1] - t0) * 1000)
                 recall_ms.append(app.bot.last_recall.seconds * 1000)
+                post.append((t_end - arrived[-1]) * 1000)
         await app.aclose()
-    # Time on the wire and in the server: a request to the same server with no Seelen work.
-    with ModelServer(responder=lambda b: Reply(text="Sure, noted.")) as server:
-        from seelen.llm import OpenAIChatModel
 
-        model = OpenAIChatModel(base_url=server.url, api_key="x", model="test-model")
-        for _ in range(turns + 3):
-            t0 = time.perf_counter()
-            async for _ in model.stream([{"role": "user", "content": "hi"}]):
-                pass
-            model_times.append(time.perf_counter() - t0)
-        await model.aclose()
-    model_median = statistics.median(model_times[3:])
-    overhead = sorted((w - model_median) * 1000 for w in walls)
-    print(f"load average: {os.getloadavg()[0]:.2f} (2 cores)")
-    print(f"model round trip alone      median {model_median * 1000:6.1f} ms")
-    print(f"turn wall time              median {statistics.median(walls) * 1000:6.1f} ms")
-    print(f"overhead outside the model  median {statistics.median(overhead):6.1f} ms   "
-          f"p95 {overhead[int(len(overhead) * 0.95) - 1]:6.1f} ms")
-    print(f"  of which recall           median {statistics.median(recall_ms):6.1f} ms")
+    def line(label: str, values: list[float]) -> str:
+        values = sorted(values)
+        p95 = values[max(0, int(len(values) * 0.95) - 1)]
+        return f"{label:<44} median {statistics.median(values):6.1f} ms   p95 {p95:6.1f} ms"
+
+    print(f"load average: {os.getloadavg()[0]:.2f} (2 cores), {turns} turns")
+    print(line("overhead before the request (save+recall+prompt)", pre))
+    print(line("  of which recall", recall_ms))
+    print(line("request arrival to reply saved (incl. stream)", post))
 
 
 def main() -> None:

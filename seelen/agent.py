@@ -131,8 +131,9 @@ class ChatBot:
     async def turn(self, text: str) -> AsyncIterator[Event]:
         """Save the user's words, then answer them."""
         sid = self.sessions.current.session_id
+        # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now would
+        # compete with recall for the same two cores, right when the user is waiting.
         await asyncio.to_thread(self.store.add_turn, sid, "user", text)
-        self.on_saved()
         async for event in self._respond(text):
             yield event
 
