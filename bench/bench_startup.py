@@ -42,8 +42,12 @@ class Stamp:
 def one_run(env: dict[str, str], stamp: Stamp) -> float:
     stamp.event.clear()
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "seelen", "ask", "--json", "hello there"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "ask", "--json", "hello there"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     if not stamp.event.wait(30):
         proc.kill()
         raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "no request")
@@ -56,14 +60,21 @@ def seed_memory(env: dict[str, str]) -> None:
     """Archive a few sessions so the next ask runs the full recall (embedder + LanceDB)."""
     for i in range(3):
         script = f"my hobby number {i} is sailing on lake {i}\n/save\n"
-        subprocess.run([sys.executable, "-m", "seelen", "chat"], input=script.encode(),
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "seelen", "chat"],
+            input=script.encode(),
+            env=env,
+            check=True,
+            capture_output=True,
+        )
 
 
 def report(label: str, times: list[float]) -> None:
     ms = sorted(t * 1000 for t in times)
-    print(f"{label:<34} median {statistics.median(ms):7.0f} ms   min {ms[0]:6.0f}   "
-          f"max {ms[-1]:6.0f}   (n={len(ms)})")
+    print(
+        f"{label:<34} median {statistics.median(ms):7.0f} ms   min {ms[0]:6.0f}   "
+        f"max {ms[-1]:6.0f}   (n={len(ms)})"
+    )
 
 
 def main() -> None:
@@ -73,8 +84,14 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)")
     stamp = Stamp()
     with ModelServer(responder=stamp) as server, tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-bench",
-               "CHAT_MODEL": "test-model", "SEELEN_DATA_DIR": tmp, "ENABLE_MCP": "false"}
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.url,
+            "OPENAI_API_KEY": "sk-bench",
+            "CHAT_MODEL": "test-model",
+            "SEELEN_DATA_DIR": tmp,
+            "ENABLE_MCP": "false",
+        }
         one_run(env, stamp)  # warm the OS file cache once
         report("empty memory", [one_run(env, stamp) for _ in range(args.runs)])
         seed_memory(env)
