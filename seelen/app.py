@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from seelen.tools.mcp import McpManager
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+# Small local models tend to loop; unless MAX_REPLY_TOKENS says otherwise, cap their replies.
+LOCAL_REPLY_TOKENS = 512
 
 
 @dataclass
@@ -198,7 +200,8 @@ def build_app(
         model=provider.chat_model,
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
-        max_tokens=settings.max_reply_tokens,
+        max_tokens=settings.max_reply_tokens
+        or (LOCAL_REPLY_TOKENS if provider.kind == "local" else 0),
     )
     closers.append(model.aclose)
     sessions = Sessions(

@@ -59,7 +59,9 @@ class ChatModel(Protocol):
         """Yield `TextChunk`s, then exactly one `Completion`."""
         ...
 
-    async def complete(self, messages: Sequence[dict[str, Any]], *, model: str = "") -> str:
+    async def complete(
+        self, messages: Sequence[dict[str, Any]], *, model: str = "", max_tokens: int = 0
+    ) -> str:
         """The whole answer at once (summaries, memory upkeep); `model` overrides the name."""
         ...
 
@@ -148,10 +150,15 @@ class OpenAIChatModel:
         ]
         yield Completion("".join(parts), tool_calls, usage, finish)
 
-    async def complete(self, messages: Sequence[dict[str, Any]], *, model: str = "") -> str:
-        """One non-streamed answer's text."""
-        kwargs = {"model": model or self.name, "messages": list(messages)}
-        response = await self._with_retries(self._capped(kwargs))
+    async def complete(
+        self, messages: Sequence[dict[str, Any]], *, model: str = "", max_tokens: int = 0
+    ) -> str:
+        """One non-streamed answer's text, capped at `max_tokens` when given."""
+        kwargs: dict[str, Any] = {"model": model or self.name, "messages": list(messages)}
+        kwargs = self._capped(kwargs)
+        if max_tokens:
+            kwargs["max_tokens"] = min(max_tokens, kwargs.get("max_tokens") or max_tokens)
+        response = await self._with_retries(kwargs)
         return (response.choices[0].message.content or "").strip()
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -110,6 +110,8 @@ async def test_archive_summarises_updates_profile_and_strips_quotes(
     assert QUOTE_OPEN not in reply.text and "lovely!" in reply.text
     # Profile and persona are updated concurrently, after the summary.
     assert jobs(env)[-3] == "summary" and set(jobs(env)[-2:]) == {"profile", "persona"}
+    # A looping model cannot write forever: every archive answer is capped.
+    assert all(0 < r.get("max_tokens", 0) <= 800 for r in env.chat_requests()[-3:])
     await app.aclose()
 
 

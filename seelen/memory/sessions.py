@@ -26,6 +26,9 @@ from seelen.prompts import (
 from seelen.store import EPHEMERAL, Session, Store, Turn
 
 PROFILE_WORDS, PERSONA_WORDS = 400, 300
+# Token caps on the tool model's answers: the prompts ask for at most ~400 words, and a weak
+# model that loops must not run on until its context is full.
+SUMMARY_TOKENS, FILE_TOKENS = 600, 800
 # A hard cap on what a model may write into a permanent file, whatever it was told.
 MAX_FILE_CHARS = 6000
 
@@ -137,7 +140,9 @@ class Sessions:
             cut += 1  # never separate a tool call from its results
         lines = self._lines(live[:cut])
         summary = await self.tool_model.complete(
-            fold_messages(session.rolling_summary, lines), model=self.tool_model_name
+            fold_messages(session.rolling_summary, lines),
+            model=self.tool_model_name,
+            max_tokens=SUMMARY_TOKENS,
         )
         if not summary:
             raise ModelError("the tool model returned an empty summary")
@@ -189,7 +194,8 @@ class Sessions:
             progress("summarising the session")
             live = turns[session.folded_count :]
             result.summary = await self._complete(
-                session_summary_messages(session.rolling_summary, self._lines(live))
+                session_summary_messages(session.rolling_summary, self._lines(live)),
+                SUMMARY_TOKENS,
             )
             start, end = turns[0].ts_ms, turns[-1].ts_ms
             await asyncio.to_thread(self.store.add_summary, sid, result.summary, start, end)
@@ -212,7 +218,7 @@ class Sessions:
             messages = profile_update_messages(current, summary, PROFILE_WORDS)
         else:
             messages = persona_update_messages(current, summary, PERSONA_WORDS)
-        text = (await self._complete(messages))[:MAX_FILE_CHARS]
+        text = (await self._complete(messages, FILE_TOKENS))[:MAX_FILE_CHARS]
         if not plausible_rewrite(text):
             text = current  # a degenerate answer (loops, echoes) must not replace the file
         change = await asyncio.to_thread(self.files.write, name, text)
@@ -220,9 +226,11 @@ class Sessions:
         await asyncio.to_thread(self.store.record_archive_step, sid, name, payload)
         return change
 
-    async def _complete(self, messages: list[dict[str, str]]) -> str:
+    async def _complete(self, messages: list[dict[str, str]], max_tokens: int) -> str:
         assert self.tool_model is not None
-        text = await self.tool_model.complete(messages, model=self.tool_model_name)
+        text = await self.tool_model.complete(
+            messages, model=self.tool_model_name, max_tokens=max_tokens
+        )
         if not text.strip():
             raise ModelError("the tool model returned an empty answer")
         return text.strip()
