@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from seelen.store import ARCHIVED, Store, fts_query
+from seelen.schema import fts_query
+from seelen.store import ARCHIVED, Store
 
 
 def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path) -> None:
@@ -37,7 +38,7 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
 
 
 def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Path) -> None:
-    from seelen.store import MIGRATIONS
+    from seelen.schema import MIGRATIONS
 
     db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
     db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER)")
