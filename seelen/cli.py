@@ -276,6 +276,38 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
 
         _memory_command(profile, data_dir, lambda a, c: edit_file(a, filename, c))
 
+    @sub.command("history")
+    def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """List earlier versions, newest first (numbers for `restore`)."""
+
+        def body(a: Any, c: Any) -> None:
+            versions = list(reversed(a.files.versions(filename)))
+            if not versions:
+                print(f"no earlier versions of {label}")
+            for number, path in enumerate(versions, start=1):
+                saved = a.clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
+                first = path.read_text("utf-8").strip().splitlines()[:1]
+                print(f"{number:>3}  {saved}  {(first[0] if first else '')[:70]}")
+
+        _memory_command(profile, data_dir, body)
+
+    @sub.command("restore")
+    def restore(
+        number: Annotated[int, typer.Argument(help="version from `history`; 1 = newest")] = 1,
+        profile: ProfileOpt = None,
+        data_dir: DataOpt = None,
+    ) -> None:
+        """Bring back an earlier version (the current one is kept in history too)."""
+
+        def body(a: Any, c: Any) -> None:
+            versions = list(reversed(a.files.versions(filename)))
+            if not 1 <= number <= len(versions):
+                raise SeelenError(f"{label} has {len(versions)} earlier versions; see history")
+            a.files.write(filename, versions[number - 1].read_text("utf-8"))
+            print(f"restored {label} from version {number}")
+
+        _memory_command(profile, data_dir, body)
+
     @sub.command("path")
     def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """Print where the file lives."""

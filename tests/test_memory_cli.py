@@ -84,3 +84,15 @@ def test_doctor_reports_each_part(env: ModelServer, data_dir: Path) -> None:
     )
     assert down.returncode == 1
     assert "✗ model answers" in down.stdout and "cannot reach" in down.stdout
+
+
+def test_a_spoiled_persona_can_be_restored(env: ModelServer, data_dir: Path) -> None:
+    run_seelen("persona", "edit", env={"EDITOR": "sed -i s/warm/cold/"})
+    run_seelen("persona", "edit", env={"EDITOR": "sed -i s/curious/bored/"})
+    listing = run_seelen("persona", "history")
+    assert listing.returncode == 0 and len(listing.stdout.strip().splitlines()) == 2
+    restored = run_seelen("persona", "restore", "2")  # the shipped original
+    assert restored.returncode == 0, restored.stderr
+    text = run_seelen("persona", "show").stdout
+    assert "warm" in text and "curious" in text and "cold" not in text
+    assert run_seelen("persona", "restore", "9").returncode == 1
