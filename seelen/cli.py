@@ -31,15 +31,21 @@ ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="chat model 
 DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
 
 
+# Flags given before the command (`seelen -p work ask …`), set by the root callback.
+_ROOT_FLAGS: dict[str, str | None] = {}
+
+
 def settings_from(
-    profile: str | None = None,
-    model: str | None = None,
-    data_dir: str | None = None,
-    **extra: str | None,
+    profile: str | None = None, model: str | None = None, data_dir: str | None = None
 ) -> Settings:
-    """Settings with command-line flags on top of environment and .env."""
+    """Settings with command-line flags (after or before the command) on top of the
+    environment and .env."""
     return load_settings(
-        {"SEELEN_PROFILE": profile, "CHAT_MODEL": model, "SEELEN_DATA_DIR": data_dir, **extra}
+        {
+            "SEELEN_PROFILE": profile or _ROOT_FLAGS.get("profile"),
+            "CHAT_MODEL": model or _ROOT_FLAGS.get("model"),
+            "SEELEN_DATA_DIR": data_dir or _ROOT_FLAGS.get("data_dir"),
+        }
     )
 
 
@@ -72,6 +78,7 @@ async def _with_app(
 def _root(
     ctx: typer.Context, profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt = None
 ) -> None:
+    _ROOT_FLAGS.update(profile=profile, model=model, data_dir=data_dir)
     if ctx.invoked_subcommand is None:
         chat(profile=profile, model=model, data_dir=data_dir)
 
@@ -367,8 +374,6 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
 
 def main() -> None:
     """Console-script entry point: one clear line per error, never a traceback."""
-    import click
-
     # Piped bytes that are not valid UTF-8 become U+FFFD instead of ending the program.
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="replace")
@@ -378,12 +383,15 @@ def main() -> None:
     except SeelenError as exc:
         print(f"seelen: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         print("", file=sys.stderr)
         sys.exit(130)
+    except typer.TyperException as exc:  # usage errors: typer's own click prints them
+        show = getattr(exc, "show", None)
+        if show is None:
+            raise
+        show()
+        sys.exit(getattr(exc, "exit_code", 2))
     except Exception as exc:  # the last line of defence: one line, details on request
         import os
 

@@ -128,3 +128,21 @@ def test_invalid_utf8_on_stdin_is_kept_not_fatal(env: ModelServer, data_dir: Pat
     assert result.returncode == 0, result.stderr
     store = open_store(data_dir)
     assert store.turns(store.active_session().session_id)[0].text == "caf\ufffd au lait"
+
+
+def test_profile_flag_works_before_and_after_the_command(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue("one", "two")
+    assert run_seelen("-p", "work", "ask", "first").returncode == 0
+    assert run_seelen("ask", "--profile", "work", "second").returncode == 0
+    store = open_store(data_dir, "work")
+    texts = [t.text for t in store.turns(store.active_session().session_id)]
+    assert texts == ["first", "one", "second", "two"]
+    assert not (data_dir / "default" / "chat_sessions.db").exists()
+
+
+def test_usage_errors_are_explained_with_exit_code_2() -> None:
+    result = run_seelen("memory", "search", "--mode", "bogus", "x")
+    assert result.returncode == 2
+    assert "Invalid value for --mode" in result.stderr and "internal error" not in result.stderr
+    unknown = run_seelen("nosuchcmd")
+    assert unknown.returncode == 2 and "No such command" in unknown.stderr
