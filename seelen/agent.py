@@ -240,11 +240,9 @@ class ChatBot:
         return out
 
     async def _run_tools(self, completion: Completion, tally: _Tally) -> AsyncIterator[Event]:
-        from seelen.tools.base import ToolCall
-
         assert self.tools is not None
         sid = self.sessions.current.session_id
-        calls = [ToolCall(c.id, c.name, c.arguments) for c in completion.tool_calls]
+        calls = completion.tool_calls
         meta = {
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
         }

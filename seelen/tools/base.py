@@ -22,6 +22,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from seelen.errors import ToolError
+from seelen.llm import ModelToolCall as ToolCall  # one tool call as the model sent it
+
+__all__ = [
+    "LOCAL",
+    "Tool",
+    "ToolCall",
+    "ToolOutcome",
+    "ToolRegistry",
+    "ToolSpec",
+    "parse_arguments",
+]
 
 LOCAL = "local"
 
@@ -52,15 +63,6 @@ class Tool(Protocol):
     async def call(self, arguments: dict[str, Any]) -> str:
         """Run the tool; raise (preferably `ToolError`) on failure."""
         ...
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call as the model sent it; `arguments` is the raw JSON string."""
-
-    id: str
-    name: str
-    arguments: str
 
 
 @dataclass(frozen=True)
