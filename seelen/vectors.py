@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,11 +101,15 @@ class VectorRow:
 
 @dataclass(frozen=True)
 class VectorHit:
-    """A search result: `score` is the cosine similarity, higher = more similar."""
+    """A search result: `score` is the cosine similarity, higher = more similar.
+
+    `vector` is the stored (unit) vector, so callers can compare hits with each other.
+    """
 
     text_id: str
     session_id: str
     score: float
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @contextmanager
@@ -497,7 +501,7 @@ def _search_table(
     query = (
         table.search(vector, vector_column_name="vector")
         .distance_type("cosine")
-        .select(["text_id", "session_id", "_distance"])
+        .select(["text_id", "session_id", "vector", "_distance"])
         .limit(limit)
     )
     if exact:
@@ -508,12 +512,16 @@ def _search_table(
     if where:
         query = query.where(where, prefilter=True)
     result = query.to_arrow()
+    dim = result.schema.field("vector").type.list_size
+    flat = result["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    vectors = np.asarray(flat, dtype=np.float32).reshape(-1, dim)
     return [
-        VectorHit(text_id, session_id, 1.0 - float(distance))
-        for text_id, session_id, distance in zip(
+        VectorHit(text_id, session_id, 1.0 - float(distance), vector)
+        for text_id, session_id, distance, vector in zip(
             result["text_id"].to_pylist(),
             result["session_id"].to_pylist(),
             result["_distance"].to_pylist(),
+            vectors,
             strict=True,
         )
     ]
@@ -582,7 +590,7 @@ class _RecentRows:
             keep &= np.isin(sessions, list(only_sessions))
         candidates = np.flatnonzero(keep)
         top = candidates[np.argsort(-scores[candidates], kind="stable")[:limit]]
-        return [VectorHit(ids[i], sessions[i], float(scores[i])) for i in top]
+        return [VectorHit(ids[i], sessions[i], float(scores[i]), matrix[i]) for i in top]
 
 
 def _warm(table: Any) -> None:
