@@ -49,10 +49,7 @@ def reindex_if_needed(app: App, console: Console, *, start: bool = True) -> None
         return
     if app.store.has_history() and app.index.needs_reindex():
         console.print("[yellow]The embedding model changed: re-indexing your memory.[/yellow]")
-        app.index.reset_for_new_model()
-        with _progress(console) as bar:
-            task = bar.add_task("re-indexing", total=app.index.pending())
-            app.index.index_all(lambda done, total: bar.update(task, completed=done, total=total))
+        reindex_all(app, console)
     if start:
         app.index.start()
 

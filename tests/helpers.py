@@ -27,3 +27,10 @@ def run_seelen(
 def open_store(data_dir: Path, profile: str = "default") -> Store:
     """The profile's real SQLite store."""
     return Store(data_dir / profile / "chat_sessions.db")
+
+
+def heavy_imports(module: str, candidates: tuple[str, ...]) -> list[str]:
+    """Which of `candidates` a fresh interpreter has loaded after `import module`."""
+    code = f"import sys, {module}; print(' '.join(m for m in {candidates!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.split()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import heavy_imports
 from model_server import ModelServer, embed_text
 
 from seelen.embed import (
@@ -46,14 +45,7 @@ def embedder() -> LocalEmbedder:
 
 def test_importing_embed_loads_no_heavy_library() -> None:
     """Start-up stays fast: onnxruntime, tokenizers and openai load on first use only."""
-    code = (
-        "import sys, seelen.embed; "
-        "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'openai') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    assert heavy_imports("seelen.embed", ("onnxruntime", "tokenizers", "openai")) == []
 
 
 def test_vectors_are_unit_length_float32(embedder: LocalEmbedder) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import heavy_imports
 
 from seelen.errors import StoreError
 from seelen.vectors import META_FILE, VectorIndex, VectorRow, sql_in, sql_string
@@ -57,14 +56,7 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> VectorIndex:
 
 
 def test_importing_vectors_loads_no_heavy_library() -> None:
-    code = (
-        "import sys, seelen.vectors; "
-        "print(sorted(m for m in ('lancedb', 'pyarrow') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    assert heavy_imports("seelen.vectors", ("lancedb", "pyarrow")) == []
 
 
 def test_sql_quoting_helper() -> None:

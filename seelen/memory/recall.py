@@ -172,7 +172,7 @@ class Recall:
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         n, store = self.candidates, self.store
         pending: dict[str, Future[Any]] = {}
-        self._vectors: dict[str, Any] = {}
+        vectors_seen: dict[str, Any] = {}  # text_id → unit vector, for `newer_first`
         if words:
             pending["s:bm25"] = self._run(
                 store.search_summaries_text, query, n, exclude_session=current_session
@@ -188,7 +188,9 @@ class Recall:
             pending["t:vector"] = self._run(
                 self.index.search, "turns", vector, n, exclude_session=current_session
             )
-        summaries = self._summaries(fuse(self._lists("s:", pending), weights=self.weights))
+        summaries = self._summaries(
+            fuse(self._lists("s:", pending, vectors_seen), weights=self.weights)
+        )
         sessions = [s.session_id for s in summaries[: self.session_num]]
         summaries = summaries[: self.session_num]
         if sessions and words:
@@ -199,13 +201,16 @@ class Recall:
             pending["t:vector_in_sessions"] = self._run(
                 self.index.search, "turns", vector, n, only_sessions=sessions
             )
-        fused = fuse(self._lists("t:", pending), weights=self.weights)
+        fused = fuse(self._lists("t:", pending, vectors_seen), weights=self.weights)
         limit = self.conv_num if conv_num is None else conv_num
-        turns = newer_first(self._turns(fused, limit, current_session), self._vectors)
+        turns = newer_first(self._turns(fused, limit, current_session), vectors_seen)
         return RecallResult(query, summaries, turns, time.perf_counter() - started, mode)
 
-    def _lists(self, prefix: str, pending: dict[str, Future[Any]]) -> dict[str, list[str]]:
-        """Collect one stage's ranked id lists (BM25 lists cut at the score floor)."""
+    def _lists(
+        self, prefix: str, pending: dict[str, Future[Any]], vectors_seen: dict[str, Any]
+    ) -> dict[str, list[str]]:
+        """Collect one stage's ranked id lists (BM25 lists cut at the score floor), and note
+        the vectors of the vector hits in `vectors_seen`."""
         lists = {}
         for key, future in pending.items():
             if not key.startswith(prefix):
@@ -215,7 +220,7 @@ class Recall:
                 lists[name] = strong_hits(result, self.bm25_floor)
             else:
                 lists[name] = [hit.text_id for hit in result]
-                self._vectors.update((h.text_id, h.vector) for h in result if h.vector is not None)
+                vectors_seen.update((h.text_id, h.vector) for h in result if h.vector is not None)
         return lists
 
     def _vectors_usable(self) -> bool:
