@@ -118,17 +118,28 @@ def ask(
     model: ModelOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """Answer one question and exit. The exchange joins the current session."""
-    from seelen.oneshot import answer_once
+    """Answer one question and exit. The exchange joins the current session.
+
+    The question goes to the profile's warm background process, started if needed
+    (SEELEN_OWNER=false answers in this process instead).
+    """
+    from seelen.answer import AnswerPrinter
+    from seelen.client import ask as ask_owner
 
     text = question if question is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
     if not text.strip():
         raise SeelenError("ask: give a question as an argument or on standard input")
     settings = settings_from(profile, model, data_dir)
+    printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
+    final = ask_owner(settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message)
+    if final is not None:
+        raise typer.Exit(printer.finish(final))
+    from seelen.oneshot import answer_once  # no owner could answer: answer in this process
+
     code = run(
         _with_app(
             settings,
-            lambda a: answer_once(a, text.strip(), as_json=as_json, ephemeral=ephemeral),
+            lambda a: answer_once(a, text.strip(), printer, ephemeral=ephemeral),
             quiet=as_json,
         )
     )
@@ -346,6 +357,41 @@ def export(
             console.print(f"Exported to {output}.", stderr=True)
 
     _memory_command(profile, data_dir, body)
+
+
+server_app = typer.Typer(
+    help="The warm background process that answers `seelen ask` for a profile.\n\n"
+    "It starts on the first `ask`, keeps your memory and models loaded, and exits after "
+    "SEELEN_IDLE_MINUTES without questions."
+)
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("status")
+def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Show whether the background process runs, since when, and how much it answered."""
+    import time
+
+    from seelen.client import owner_status
+
+    status = owner_status(settings_from(profile, None, data_dir))
+    if status is None:
+        print("not running")
+        raise typer.Exit(1)
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["started"]))
+    print(
+        f"running: pid {status['pid']} ({status['kind']}), since {started}, "
+        f"{status['answered']} answers, {'busy' if status['busy'] else 'idle'}, "
+        f"version {status['version']}"
+    )
+
+
+@server_app.command("stop")
+def server_stop(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """End the background process (it finishes the answer it is giving first)."""
+    from seelen.client import stop_owner
+
+    print("stopped" if stop_owner(settings_from(profile, None, data_dir)) else "not running")
 
 
 @app.command()

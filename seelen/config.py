@@ -157,6 +157,12 @@ class Settings:
         "CONTEXT_TOKENS", 8000, _int(512), "token budget of the whole prompt"
     )
     jina_api_key: str = _setting("JINA_API_KEY", "", _str, "enables the web_search tool")
+    owner: bool = _setting(
+        "SEELEN_OWNER", True, _bool, "answer `ask` through a warm background process"
+    )
+    idle_minutes: float = _setting(
+        "SEELEN_IDLE_MINUTES", 15.0, _float(0.01), "the background process exits after this"
+    )
 
     @property
     def profile_dir(self) -> Path:

@@ -46,4 +46,6 @@ def env(model_server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> ModelServ
     monkeypatch.setenv("MAX_RETRIES", "1")
     monkeypatch.setenv("ENABLE_MCP", "false")
     monkeypatch.setenv("TIMEZONE", "UTC")
+    # Each test answers in its own process; tests/test_owner.py covers the warm owner.
+    monkeypatch.setenv("SEELEN_OWNER", "false")
     return model_server

@@ -1,0 +1,64 @@
+"""How `seelen ask` prints an answer: streamed plain text, Markdown, or one JSON object.
+
+Works on wire messages (`seelen.wire`), whether they come from the warm owner or from an
+answer computed in this process, so both paths print exactly the same thing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+class AnswerPrinter:
+    """Prints one answer the way the caller asked for it; `finish` gives the exit code."""
+
+    def __init__(self, *, as_json: bool, ephemeral: bool) -> None:
+        self.as_json = as_json
+        self.ephemeral = ephemeral
+        # In a pipe the words are streamed as they come; a terminal gets Markdown at the end.
+        self.stream = not as_json and not sys.stdout.isatty()
+        self.streamed = False
+
+    def on_message(self, message: dict[str, Any]) -> None:
+        """One message before the final one: a piece of the reply or a notice."""
+        kind = message.get("type")
+        if kind == "delta" and self.stream:
+            sys.stdout.write(message.get("text", ""))
+            sys.stdout.flush()
+            self.streamed = True
+        elif kind == "notice":
+            print(f"seelen: {message.get('message', '')}", file=sys.stderr)
+
+    def finish(self, final: dict[str, Any]) -> int:
+        """Print the end of the answer (or the failure); returns the exit code."""
+        if final.get("type") != "done":
+            print(f"seelen: {final.get('message', 'no answer')}", file=sys.stderr)
+            if not self.ephemeral:
+                print(
+                    "seelen: your question is saved; `seelen chat` and /retry answer it",
+                    file=sys.stderr,
+                )
+            return 1
+        reply = str(final.get("text", ""))
+        if self.as_json:
+            payload = {
+                "reply": reply,
+                "session_id": None if self.ephemeral else final.get("session_id"),
+                "usage": final.get("usage"),
+                "tool_calls": final.get("tool_calls", []),
+            }
+            print(json.dumps(payload, ensure_ascii=False))
+        elif self.stream:
+            if self.streamed and not reply.endswith("\n"):
+                sys.stdout.write("\n")
+            elif not self.streamed:
+                sys.stdout.write(reply if reply.endswith("\n") else reply + "\n")
+        else:
+            from rich.console import Console
+            from rich.markdown import Markdown
+
+            Console().print(Markdown(reply))
+        sys.stdout.flush()
+        return 0

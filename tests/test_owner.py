@@ -1,0 +1,163 @@
+"""The warm owner and its thin clients, as real processes on one profile."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import open_store, run_seelen
+from model_server import ModelServer, Reply
+
+import seelen
+from seelen.client import owner_status, stop_owner
+from seelen.config import load_settings
+
+
+def _echo(body: dict) -> Reply:
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    return Reply(text=f"answer to {users[-1]['content']}")
+
+
+@pytest.fixture
+def owner_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
+    """The test model server, with asks going through a warm owner that is stopped after."""
+    env.responder = _echo
+    monkeypatch.setenv("SEELEN_OWNER", "true")
+    yield env
+    settings = load_settings()
+    if owner_status(settings) is not None:
+        stop_owner(settings)  # returns once it stopped listening; it then exits on its own
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_gone(pid: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _status() -> dict:
+    status = owner_status(load_settings())
+    assert status is not None, "no owner is running"
+    return status
+
+
+def test_a_client_starts_an_owner_and_a_second_reuses_it(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    assert run_seelen("server", "status").stdout.strip() == "not running"
+    first = run_seelen("ask", "first question")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "answer to first question\n"
+    pid = _status()["pid"]
+    second = run_seelen("ask", "--json", "second question")
+    assert second.returncode == 0, second.stderr
+    assert '"reply": "answer to second question"' in second.stdout
+    status = _status()
+    assert status["pid"] == pid and status["answered"] == 2
+    socket_file = data_dir / "default" / "owner.sock"
+    assert stat.S_IMODE(socket_file.stat().st_mode) == 0o600
+    store = open_store(data_dir)
+    users = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
+    assert users == ["first question", "second question"]
+    shown = run_seelen("server", "status")
+    assert shown.returncode == 0 and f"running: pid {pid}" in shown.stdout
+    assert run_seelen("server", "stop").stdout.strip() == "stopped"
+    assert _wait_gone(pid)
+
+
+def test_a_killed_owner_is_replaced_and_no_turn_is_lost(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    assert run_seelen("ask", "before the kill").returncode == 0
+    pid = _status()["pid"]
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_gone(pid)
+    after = run_seelen("ask", "after the kill")  # the socket file is stale now
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "answer to after the kill\n"
+    assert _status()["pid"] != pid
+    store = open_store(data_dir)
+    texts = [t.text for t in store.turns(store.active_session().session_id)]
+    assert texts == [
+        "before the kill",
+        "answer to before the kill",
+        "after the kill",
+        "answer to after the kill",
+    ]
+
+
+def test_an_owner_of_another_version_is_replaced(
+    owner_env: ModelServer, data_dir: Path, tmp_path: Path
+) -> None:
+    # A real owner run from a copy of Seelen that calls itself another version.
+    old = tmp_path / "old"
+    shutil.copytree(Path(seelen.__file__).parent, old / "seelen")
+    init = old / "seelen" / "__init__.py"
+    init.write_text(init.read_text().replace(seelen.__version__, "0.0.1"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "seelen.server"],
+        env={**os.environ, "PYTHONPATH": str(old)},
+        cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while owner_status(load_settings()) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _status()["version"].startswith("0.0.1+")
+        result = run_seelen("ask", "are you new?")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "answer to are you new?\n"
+        assert process.wait(timeout=15) == 0  # the old owner was asked to stop, and did
+        assert _status()["version"].startswith(seelen.__version__ + "+")
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def test_an_owner_with_other_settings_is_replaced(owner_env: ModelServer) -> None:
+    assert run_seelen("ask", "one").returncode == 0
+    pid = _status()["pid"]
+    result = run_seelen("ask", "two", env={"MAX_TOOL_ROUNDS": "2"})
+    assert result.stdout == "answer to two\n"
+    assert _wait_gone(pid)
+    assert _status()["pid"] != pid
+
+
+def test_the_idle_timeout_ends_the_owner(owner_env: ModelServer) -> None:
+    result = run_seelen("ask", "quick one", env={"SEELEN_IDLE_MINUTES": "0.02"})
+    assert result.returncode == 0, result.stderr
+    status = owner_status(load_settings({"SEELEN_IDLE_MINUTES": "0.02"}))
+    assert status is not None
+    assert _wait_gone(status["pid"], seconds=20)
+    assert not (Path(os.environ["SEELEN_DATA_DIR"]) / "default" / "owner.sock").exists()
+
+
+def test_a_stale_socket_file_does_not_stop_a_client(owner_env: ModelServer, data_dir: Path) -> None:
+    profile = data_dir / "default"
+    profile.mkdir(parents=True)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(profile / "owner.sock"))
+    stale.close()  # the file stays, nobody listens: what a crashed owner leaves
+    result = run_seelen("ask", "still there?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answer to still there?\n"
