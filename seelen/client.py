@@ -95,7 +95,14 @@ def _owner_env(settings: Settings) -> dict[str, str]:
 def start_owner(settings: Settings) -> socket.socket | None:
     """Start the owner in the background and connect to it; None if it could not start."""
     directory = settings.profile_dir
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return _spawn(settings, directory)
+    except OSError:
+        return None  # the in-process path reports what is wrong with the folder
+
+
+def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
     path = wire.socket_path(settings)
     with _spawn_lock(directory):
         sock = _connect(path)

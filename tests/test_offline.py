@@ -16,6 +16,8 @@ async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.Monke
     settings = load_settings()
     assert choose_provider(settings).kind == "local"  # no endpoint configured
     app = build_app(settings)
+    pid = app.provider.server.pid
+    assert pid is not None and _alive(pid)  # the llama.cpp child runs while Seelen does
     try:
         await app.open_session()
         assert app.provider.base_url.startswith("http://127.0.0.1:")
@@ -32,7 +34,18 @@ async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.Monke
         assert app.store.session_summary(sid).text == result.summary
     finally:
         await app.aclose()
-    assert app.provider.server.pid is None or not _alive(app.provider.server.pid)
+    assert _gone(pid)  # and is gone once Seelen closes
+
+
+def _gone(pid: int, seconds: float = 10) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _alive(pid: int) -> bool:
