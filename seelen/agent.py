@@ -22,6 +22,7 @@ from seelen.memory.context import PromptParts, build_messages
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.sessions import Sessions
 from seelen.prompts import DatedText
+from seelen.store import Turn, now_ms
 
 if TYPE_CHECKING:
     from seelen.memory.recall import Recall, RecallResult
@@ -128,47 +129,61 @@ class ChatBot:
         self.log_prompt = log_prompt
         self.last_recall: RecallResult | None = None
 
-    async def turn(self, text: str) -> AsyncIterator[Event]:
-        """Save the user's words, then answer them."""
-        sid = self.sessions.current.session_id
-        # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now would
-        # compete with recall for the same two cores, right when the user is waiting.
-        await asyncio.to_thread(self.store.add_turn, sid, "user", text)
-        async for event in self._respond(text):
+    async def turn(self, text: str, *, ephemeral: bool = False) -> AsyncIterator[Event]:
+        """Save the user's words, then answer them; an ephemeral turn writes nothing."""
+        if ephemeral:
+            log = _TurnLog(self.sessions, keep=False)
+            question = log.add("user", text)
+            context = await asyncio.to_thread(self.sessions.live_turns)
+        else:
+            # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now
+            # would compete with recall for the same two cores, right when the user waits.
+            question = await asyncio.to_thread(self.sessions.add_turn, "user", text)
+            log, context = _TurnLog(self.sessions, keep=True), None
+        async for event in self._respond(question, log, context):
             yield event
 
-    def unanswered(self) -> str | None:
-        """The user's last words if no reply followed them (what `/retry` answers)."""
+    def unanswered(self) -> Turn | None:
+        """The user's last turn if no reply followed it (what `/retry` answers)."""
         for turn in reversed(self.sessions.live_turns()):
             if turn.role == "user":
-                return turn.text
+                return turn
             if turn.role == "assistant" and not turn.meta.get("tool_calls"):
                 return None
         return None
 
     async def retry(self) -> AsyncIterator[Event]:
         """Answer the last unanswered user turn again, without saving it twice."""
-        text = await asyncio.to_thread(self.unanswered)
-        if text is None:
+        question = await asyncio.to_thread(self.unanswered)
+        if question is None:
             yield Notice("nothing to retry: the last message has an answer")
             return
-        async for event in self._respond(text):
+        async for event in self._respond(question, _TurnLog(self.sessions, keep=True), None):
             yield event
 
-    async def _respond(self, query: str) -> AsyncIterator[Event]:
+    async def _respond(
+        self, question: Turn, log: _TurnLog, context: list[Turn] | None
+    ) -> AsyncIterator[Event]:
+        """Answer `question`. The prompt holds the live turns up to that question (or
+        `context` for an ephemeral one) and what this turn added since: never a turn that
+        someone else stored meanwhile."""
         tally = _Tally()
-        try:
-            if await self.sessions.maybe_fold():
-                yield Notice("folded the oldest turns into this session's summary")
-        except ModelError as exc:
-            yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
-        recalled = await self._recall(query)
+        if log.keep:
+            try:
+                if await self.sessions.maybe_fold():
+                    yield Notice("folded the oldest turns into this session's summary")
+            except ModelError as exc:
+                yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
+        recalled = await self._recall(question.text)
         if recalled is not None:
             yield Recalled(recalled)
         rounds = 0
         while True:
             offer = self._tool_specs() if rounds < self.max_tool_rounds else []
-            messages = await asyncio.to_thread(self._messages, recalled)
+            live = context
+            if live is None:
+                live = await asyncio.to_thread(self.sessions.live_turns, question.seq)
+            messages = await asyncio.to_thread(self._messages, recalled, [*live, *log.turns])
             if self.log_prompt:
                 self.log_prompt(messages)
             completion: Completion | None = None
@@ -182,23 +197,23 @@ class ChatBot:
                         completion = item
             except ModelError as exc:
                 if shown:
-                    self._save_reply("".join(shown), tally, interrupted=True)
+                    self._save_reply(log, "".join(shown), tally, interrupted=True)
                 yield Failed(str(exc))
                 return
             except asyncio.CancelledError:
                 if shown:  # Ctrl-C: keep what the user already saw
-                    self._save_reply("".join(shown), tally, interrupted=True)
+                    self._save_reply(log, "".join(shown), tally, interrupted=True)
                 raise
             assert completion is not None
             if completion.usage:
                 tally.prompt_tokens += completion.usage.prompt_tokens
                 tally.completion_tokens += completion.usage.completion_tokens
             if completion.tool_calls and offer:
-                async for event in self._run_tools(completion, tally):
+                async for event in self._run_tools(completion, tally, log):
                     yield event
                 rounds += 1
                 continue
-            self._save_reply(completion.text, tally)
+            self._save_reply(log, completion.text, tally)
             yield tally.usage()
             yield Done(completion.text)
             return
@@ -215,15 +230,16 @@ class ChatBot:
             return []
         return self.tools.openai_tools()
 
-    def _messages(self, recalled: RecallResult | None) -> list[dict[str, Any]]:
-        session = self.sessions.current
+    def _messages(
+        self, recalled: RecallResult | None, live: Sequence[Turn]
+    ) -> list[dict[str, Any]]:
         parts = PromptParts(
             persona=self.files.persona,
             profile=self.files.profile,
-            session_summary=session.rolling_summary,
+            session_summary=self.sessions.current.rolling_summary,
             related_summaries=self._dated(recalled.summaries if recalled else ()),
             related_turns=self._dated(recalled.turns if recalled else ()),
-            live=self.store.turns(session.session_id, after=session.folded_count),
+            live=live,
             now=self.clock.now(),
         )
         return build_messages(parts, self.context_tokens)
@@ -239,14 +255,15 @@ class ChatBot:
             out.append(DatedText(when, item.text, item.role))
         return out
 
-    async def _run_tools(self, completion: Completion, tally: _Tally) -> AsyncIterator[Event]:
+    async def _run_tools(
+        self, completion: Completion, tally: _Tally, log: _TurnLog
+    ) -> AsyncIterator[Event]:
         assert self.tools is not None
-        sid = self.sessions.current.session_id
         calls = completion.tool_calls
         meta = {
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
         }
-        await asyncio.to_thread(self.store.add_turn, sid, "assistant", completion.text, meta)
+        await asyncio.to_thread(log.add, "assistant", completion.text, meta)
         for call in calls:
             yield ToolStarted(call.id, call.name, call.arguments)
         finished: asyncio.Queue[ToolOutcome] = asyncio.Queue()
@@ -261,14 +278,15 @@ class ChatBot:
         tally.tool_calls += len(calls)
         for outcome in outcomes:  # saved in call order, as the API expects
             await asyncio.to_thread(
-                self.store.add_turn,
-                sid,
+                log.add,
                 "tool",
                 outcome.content,
                 {"tool_call_id": outcome.call_id, "name": outcome.name, "ok": outcome.ok},
             )
 
-    def _save_reply(self, text: str, tally: _Tally, *, interrupted: bool = False) -> None:
+    def _save_reply(
+        self, log: _TurnLog, text: str, tally: _Tally, *, interrupted: bool = False
+    ) -> None:
         # Synchronous on purpose: it must also run while the task is being cancelled.
         usage = tally.usage()
         meta: dict[str, Any] = {
@@ -281,8 +299,28 @@ class ChatBot:
         }
         if interrupted:
             meta["interrupted"] = True
-        self.store.add_turn(self.sessions.current.session_id, "assistant", text, meta)
-        self.on_saved()
+        log.add("assistant", text, meta)
+        if log.keep:
+            self.on_saved()
+
+
+class _TurnLog:
+    """The turns one answer adds: saved to the session, or (ephemeral) only kept here."""
+
+    def __init__(self, sessions: Sessions, *, keep: bool) -> None:
+        self.sessions = sessions
+        self.keep = keep
+        self.turns: list[Turn] = []
+
+    def add(self, role: str, text: str, meta: dict[str, Any] | None = None) -> Turn:
+        """Record one turn of this answer (committed first, unless ephemeral)."""
+        if self.keep:
+            turn = self.sessions.add_turn(role, text, meta)
+        else:
+            sid = self.sessions.current.session_id
+            turn = Turn(f"ephemeral-{len(self.turns)}", sid, now_ms(), role, text, 0, meta or {})
+        self.turns.append(turn)
+        return turn
 
 
 def outcome_preview(text: str, limit: int = 80) -> str:

@@ -97,6 +97,26 @@ class App:
     tools: ToolRegistry | None = None
     mcp: McpManager | None = None
     closers: list[Callable[[], Any]] = field(default_factory=list)
+    restored: bool | None = None  # set by `start`: whether last time's session came back
+
+    async def start(
+        self, on_line: Callable[[str], None] = lambda _: None, *, start_indexer: bool = True
+    ) -> bool:
+        """Start-up, in order: restore or open the session, finish a half-done archive,
+        re-index after an embedding-model change, warm recall up, start the indexer.
+        Returns True when last time's session was restored; a second call does nothing."""
+        if self.restored is not None:
+            return self.restored
+        self.restored = await self.open_session(progress=lambda step: on_line(f"{step}…"))
+        if self.recall is not None:
+            self.recall.warm(self.sessions.current.session_id)
+        if self.index is not None:
+            if self.store.has_history() and self.index.needs_reindex():
+                on_line("The embedding model changed: re-indexing your memory in the background.")
+                await asyncio.to_thread(self.index.reset_for_new_model)
+            if start_indexer:
+                self.index.start()
+        return self.restored
 
     async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
         """Open the session to talk in: True when last time's session was restored.

@@ -61,17 +61,30 @@ def stderr_console() -> Any:
 
 
 async def _with_app(
-    settings: Settings, body: Callable[[Any], Coroutine[Any, Any, Any]], *, quiet: bool = False
+    settings: Settings,
+    body: Callable[[Any], Coroutine[Any, Any, Any]],
+    *,
+    role: str | None = None,
+    quiet: bool = False,
+    ephemeral: bool = False,
 ) -> Any:
-    from seelen.app import build_app
+    """Open the profile (as its writer when `role` is given), run `body(app)`, close it."""
+    from seelen.runtime import Runtime
 
     err = stderr_console()
-    progress = (lambda _m: None) if quiet else (lambda m: err.print(f"[dim]{m}[/dim]"))
-    application = await asyncio.to_thread(build_app, settings, progress=progress)
+
+    def line(message: str) -> None:
+        if not quiet:
+            err.print(message, style="dim", markup=False)
+
+    if role is None or ephemeral:
+        runtime = await Runtime.open_observer(settings, on_line=line, ephemeral=ephemeral)
+    else:
+        runtime = await Runtime.open(settings, role=role, on_line=line)
     try:
-        return await body(application)
+        return await body(runtime.app)
     finally:
-        await application.aclose()
+        await runtime.aclose()
 
 
 @app.callback(invoke_without_command=True)
@@ -104,7 +117,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
             await repl.wait_for_tools()
             await repl.run_lines(sys.stdin)
 
-    run(_with_app(settings, body))
+    run(_with_app(settings, body, role="chat"))
 
 
 @app.command()
@@ -140,7 +153,9 @@ def ask(
         _with_app(
             settings,
             lambda a: answer_once(a, text.strip(), printer, ephemeral=ephemeral),
+            role="ask",
             quiet=as_json,
+            ephemeral=ephemeral,
         )
     )
     raise typer.Exit(code)
@@ -156,13 +171,9 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     settings = settings_from(profile, model, data_dir)
 
     async def body(application: Any) -> None:
-        from seelen.manage import prepare
+        await Repl(application, Console(highlight=False)).archive()
 
-        console = Console(highlight=False)
-        await prepare(application, console)
-        await Repl(application, console).archive()
-
-    run(_with_app(settings, body))
+    run(_with_app(settings, body, role="save"))
 
 
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
@@ -176,19 +187,39 @@ app.add_typer(profile_app, name="profile")
 
 
 def _memory_command(
-    profile: str | None, data_dir: str | None, body: Callable[[Any, Any], Any]
+    profile: str | None,
+    data_dir: str | None,
+    body: Callable[[Any, Any], Any],
+    *,
+    write: str | None = None,
 ) -> Any:
-    """Run `body(app, console)` against the memory alone: no model is started."""
+    """Run `body(app, console)` against the memory alone: no model is started.
+
+    `write` names the command when it changes memory: it then waits for the profile's
+    writer lock; readers take no lock and write nothing.
+    """
     from rich.console import Console
 
-    from seelen.app import build_app
+    from seelen.runtime import Runtime
 
     settings = settings_from(profile, None, data_dir)
-    application = build_app(settings, with_model=False)
+    console = Console(highlight=False)
+    if write is None:
+        runtime = Runtime.open_reader(settings)
+    else:
+        runtime = run(
+            Runtime.open(
+                settings,
+                role=write,
+                on_line=lambda m: stderr_console().print(m, style="dim", markup=False),
+                with_model=False,
+                start_indexer=False,
+            )
+        )
     try:
-        return body(application, Console(highlight=False))
+        return body(runtime.app, console)
     finally:
-        run(application.aclose())
+        run(runtime.aclose())
 
 
 @memory_app.command("search")
@@ -206,7 +237,18 @@ def memory_search(
         raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
 
     def body(application: Any, console: Any) -> None:
-        index_now(application)
+        from seelen.runtime import ProfileBusy, ProfileLock
+
+        lock = ProfileLock(application.settings.profile_dir, "memory search")
+        try:  # index the newest turns first, unless a writer (which indexes them) is busy
+            lock.acquire(wait=False)
+        except ProfileBusy:
+            pass
+        else:
+            try:
+                index_now(application)
+            finally:
+                lock.release()
         result = application.recall.search(query, None, mode, conv_num=limit)
         render_hits(console, application, result)
 
@@ -236,7 +278,7 @@ def memory_forget(
             forget_text(application, text_id or "")
             console.print(f"Forgot {text_id}.")
 
-    _memory_command(profile, data_dir, body)
+    _memory_command(profile, data_dir, body, write="memory forget")
 
 
 @memory_app.command("reindex")
@@ -248,7 +290,7 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
         n = reindex_all(application, console)
         console.print(f"Re-indexed {n} texts.")
 
-    _memory_command(profile, data_dir, body)
+    _memory_command(profile, data_dir, body, write="memory reindex")
 
 
 @sessions_app.command("list")
@@ -292,7 +334,9 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         """Open it in $EDITOR; the previous version is kept in history/."""
         from seelen.manage import edit_file
 
-        _memory_command(profile, data_dir, lambda a, c: edit_file(a, filename, c))
+        _memory_command(
+            profile, data_dir, lambda a, c: edit_file(a, filename, c), write=f"{label} edit"
+        )
 
     @sub.command("history")
     def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
@@ -324,7 +368,7 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
             a.files.write(filename, versions[number - 1].read_text("utf-8"))
             print(f"restored {label} from version {number}")
 
-        _memory_command(profile, data_dir, body)
+        _memory_command(profile, data_dir, body, write="restore")
 
     @sub.command("path")
     def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:

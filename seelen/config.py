@@ -7,6 +7,7 @@ changing `os.environ`), validates every value and raises `ConfigError` naming th
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -223,10 +224,11 @@ def prepare_profile_dir(settings: Settings) -> Path:
     """Create the profile's data dir if needed and prove it is writable."""
     path = settings.profile_dir
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A probe of its own: processes starting together must not remove each other's.
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ConfigError(f"SEELEN_DATA_DIR: cannot write to {path} ({reason})") from None

@@ -79,8 +79,11 @@ class OpenAIChatModel:
         max_retries: int = 3,
         retry_base: float = 0.5,
         max_tokens: int = 0,
+        options: dict[str, Any] | None = None,
     ) -> None:
         self.name = model
+        # Sampling options sent with every request (`extra_body` for endpoint-specific ones).
+        self.options = dict(options or {})
         self.base_url = base_url
         self._api_key = api_key
         self._timeout = timeout
@@ -162,6 +165,7 @@ class OpenAIChatModel:
         return (response.choices[0].message.content or "").strip()
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs.update(self.options)
         if self._max_tokens:
             kwargs["max_tokens"] = self._max_tokens
         return kwargs

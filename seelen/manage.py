@@ -5,7 +5,6 @@ Shared by the `seelen` subcommands and the REPL's slash commands; renders with r
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shlex
@@ -26,32 +25,6 @@ from seelen.memory.recall import RecallResult
 from seelen.store import Session
 
 T = TypeVar("T")
-
-
-async def prepare(app: App, console: Console, *, index_now: bool = True) -> bool:
-    """Open the session (finishing a half-done archive) and start indexing; True if restored.
-
-    `index_now=False` (one-shot `ask`) leaves indexing until after the answer, so the first
-    request is not slowed by loading LanceDB and the embedding model.
-    """
-    restored = await app.open_session(
-        progress=lambda step: console.print(f"[yellow]{escape(step)}…[/yellow]")
-    )
-    if app.recall is not None:
-        app.recall.warm(app.sessions.current.session_id)
-    await asyncio.to_thread(reindex_if_needed, app, console, start=index_now)
-    return restored
-
-
-def reindex_if_needed(app: App, console: Console, *, start: bool = True) -> None:
-    """After an embedding-model change, re-embed everything with a progress bar."""
-    if app.index is None:
-        return
-    if app.store.has_history() and app.index.needs_reindex():
-        console.print("[yellow]The embedding model changed: re-indexing your memory.[/yellow]")
-        reindex_all(app, console)
-    if start:
-        app.index.start()
 
 
 def reindex_all(app: App, console: Console) -> int:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.config import Settings
 from seelen.server import events_to_wire
+
+if TYPE_CHECKING:
+    from seelen.runtime import Runtime
 
 
 class OwnerHost:
     """Holds the opened profile for `OwnerServer` and turns questions into wire messages."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
         self.server: Any = None
 
     def attach(self, server: Any) -> None:
@@ -22,40 +24,24 @@ class OwnerHost:
         self.server = server
 
     async def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[dict[str, Any]]:
-        """Answer one question; an ephemeral one leaves nothing behind."""
-        app = self.app
-        if ephemeral:
-            app.sessions.open_ephemeral()
-        try:
-            sid = app.sessions.current.session_id
-            async for message in events_to_wire(
-                app.bot.turn(text), lambda: None if ephemeral else sid
-            ):
-                yield message
-        finally:
-            if ephemeral:
-                app.forget(await asyncio.to_thread(app.sessions.discard))
-                await asyncio.to_thread(app.sessions.open)
-        if app.index is not None:
-            app.index.wake()
+        """Answer one question; an ephemeral one writes nothing."""
+        app = self.runtime.app
+        sid = None if ephemeral else app.sessions.current.session_id
+        async for message in events_to_wire(
+            app.bot.turn(text, ephemeral=ephemeral), lambda: sid
+        ):
+            yield message
 
     async def aclose(self) -> None:
-        """Close the profile."""
-        await self.app.aclose()
+        """Close the profile and let the next writer in."""
+        await self.runtime.aclose()
 
 
 async def open_host(settings: Settings) -> OwnerHost:
-    """Open the profile as the owner: session restored, indexer running, MCP connecting."""
-    from rich.console import Console
+    """Open the profile as its owner, without waiting: if a chat holds it, exit at once
+    (the client then answers in-process, waiting for that chat)."""
+    from seelen.runtime import Runtime
 
-    from seelen.app import build_app
-    from seelen.manage import prepare
-
-    app = await asyncio.to_thread(build_app, settings)
-    try:
-        await prepare(app, Console(stderr=True), index_now=True)
-        app.start_mcp(lambda _line: None)
-    except BaseException:
-        await app.aclose()
-        raise
-    return OwnerHost(app)
+    runtime = await Runtime.open(settings, role="owner", wait=False)
+    runtime.app.start_mcp(lambda _line: None)
+    return OwnerHost(runtime)

@@ -39,7 +39,7 @@ from seelen.agent import (
 )
 from seelen.app import App
 from seelen.errors import SeelenError
-from seelen.manage import index_now, prepare, render_hits, render_why
+from seelen.manage import index_now, render_hits, render_why
 
 Handler = Callable[["Repl", str], Awaitable[bool]]
 
@@ -192,8 +192,10 @@ class Repl:
     # --- entry points --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Finish a half-done archive, then show the restored session if there is one."""
-        restored = await prepare(self.app, self.console)
+        """Start the profile (if the runtime has not), then show a restored session."""
+        restored = await self.app.start(
+            lambda line: self.console.print(Text(line, style="yellow"))
+        )
         session = self.app.sessions.current
         turns = self.app.sessions.live_turns()
         self._turns = session.conv_count

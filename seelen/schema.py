@@ -126,12 +126,27 @@ def m004_fts_by_session() -> str:
         """
 
 
+def m005_fold_by_seq() -> str:
+    # The rolling summary covers the turns up to a `seq`, not a count: forgetting a folded
+    # turn must not shift the live window. Existing counts become the seq they reach.
+    return """
+        ALTER TABLE session ADD COLUMN folded_upto_seq INTEGER NOT NULL DEFAULT 0;
+        UPDATE session SET folded_upto_seq = COALESCE((
+            SELECT c.seq FROM conversation c WHERE c.session_id = session.session_id
+            AND (SELECT count(*) FROM conversation o
+                 WHERE o.session_id = c.session_id AND o.seq <= c.seq) = session.folded_count
+            ), 0)
+        WHERE folded_count > 0;
+        """
+
+
 # Each returns its SQL; it runs in one transaction together with the line recording it.
 MIGRATIONS: list[Callable[[], str]] = [
     m001_initial,
     m002_full_text,
     m003_archive_steps,
     m004_fts_by_session,
+    m005_fold_by_seq,
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)

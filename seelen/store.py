@@ -46,6 +46,7 @@ class Session:
     conv_count: int
     rolling_summary: str = ""
     folded_count: int = 0
+    folded_upto_seq: int = 0  # the rolling summary covers this session's turns up to this seq
 
 
 @dataclass(frozen=True)
@@ -169,12 +170,15 @@ class Store:
         rows = self._query("SELECT * FROM session ORDER BY start_timestamp DESC LIMIT ?", (limit,))
         return [_session(r) for r in rows]
 
-    def set_rolling_summary(self, session_id: str, summary: str, folded_count: int) -> None:
-        """Record the session's rolling summary and how many of its turns it covers."""
+    def set_rolling_summary(
+        self, session_id: str, summary: str, folded_count: int, upto_seq: int
+    ) -> None:
+        """Record the session's rolling summary, and the turns it covers (up to `upto_seq`)."""
         with self._tx() as db:
             db.execute(
-                "UPDATE session SET rolling_summary = ?, folded_count = ? WHERE session_id = ?",
-                (summary, folded_count, session_id),
+                "UPDATE session SET rolling_summary = ?, folded_count = ?, folded_upto_seq = ? "
+                "WHERE session_id = ?",
+                (summary, folded_count, upto_seq, session_id),
             )
 
     def mark_archived(self, session_id: str) -> None:
@@ -212,7 +216,7 @@ class Store:
             db.execute("DELETE FROM conversation WHERE session_id = ?", (session_id,))
             db.execute(
                 "UPDATE session SET current_conv_count = 0, rolling_summary = '', "
-                "folded_count = 0 WHERE session_id = ?",
+                "folded_count = 0, folded_upto_seq = 0 WHERE session_id = ?",
                 (session_id,),
             )
         return ids
@@ -256,11 +260,14 @@ class Store:
             )
         return out
 
-    def turns(self, session_id: str, *, after: int = 0) -> list[Turn]:
-        """The turns of a session in order, skipping the first `after` of them."""
+    def turns(
+        self, session_id: str, *, after_seq: int = 0, upto_seq: int | None = None
+    ) -> list[Turn]:
+        """The turns of a session in order: those after `after_seq`, up to `upto_seq`."""
         rows = self._query(
-            "SELECT * FROM conversation WHERE session_id = ? ORDER BY seq LIMIT -1 OFFSET ?",
-            (session_id, after),
+            "SELECT * FROM conversation WHERE session_id = ? AND seq > ? AND seq <= ? "
+            "ORDER BY seq",
+            (session_id, after_seq, upto_seq if upto_seq is not None else 2**62),
         )
         return [_turn(r) for r in rows]
 
@@ -485,6 +492,7 @@ def _session(r: sqlite3.Row) -> Session:
         r["current_conv_count"],
         r["rolling_summary"],
         r["folded_count"],
+        r["folded_upto_seq"],
     )
 
 

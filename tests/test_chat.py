@@ -68,7 +68,7 @@ async def test_failed_call_keeps_the_turn_and_retry_answers_it(env: ModelServer)
     assert failure and "503" in failure[0].message and "overloaded" in failure[0].message
     assert len(env.chat_requests()) == 2  # one retry (MAX_RETRIES=1), then the error
     assert [t.text for t in app.sessions.live_turns()] == ["Please remember my dentist is Dr. Oz"]
-    assert app.bot.unanswered() == "Please remember my dentist is Dr. Oz"
+    assert app.bot.unanswered().text == "Please remember my dentist is Dr. Oz"
 
     env.enqueue("Got it: Dr. Oz.")
     events = await collect(app.bot.retry())
@@ -81,6 +81,20 @@ async def test_failed_call_keeps_the_turn_and_retry_answers_it(env: ModelServer)
         "Please remember my dentist is Dr. Oz"
     )
     assert app.bot.unanswered() is None
+    await app.aclose()
+
+
+async def test_the_prompt_is_built_around_its_own_question(env: ModelServer) -> None:
+    # A question stored later (by another front-end) must not become this turn's question.
+    env.enqueue(Reply(status=500), Reply(status=500))
+    app = await open_app()
+    await collect(app.bot.turn("first question"))
+    app.store.add_turn(app.sessions.current.session_id, "user", "a later question")
+    app.bot.unanswered = lambda: app.store.turns(app.sessions.current.session_id)[0]
+    env.enqueue("answer")
+    await collect(app.bot.retry())
+    users = [m["content"] for m in env.last_messages() if m["role"] == "user"]
+    assert users == ["first question"]
     await app.aclose()
 
 
@@ -103,7 +117,7 @@ async def test_timeout_becomes_a_clear_error(
     events = await collect(app.bot.turn("are you there?"))
     assert isinstance(events[-1], Failed)
     assert "did not answer in time" in events[-1].message
-    assert app.bot.unanswered() == "are you there?"
+    assert app.bot.unanswered().text == "are you there?"
     await app.aclose()
 
 

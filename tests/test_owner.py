@@ -161,3 +161,22 @@ def test_a_stale_socket_file_does_not_stop_a_client(owner_env: ModelServer, data
     result = run_seelen("ask", "still there?")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "answer to still there?\n"
+
+
+def test_eight_parallel_asks_share_one_owner_and_each_gets_its_own_answer(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    questions = [f"parallel {i}" for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda q: run_seelen("ask", q), questions))
+    for question, result in zip(questions, results, strict=True):
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == f"answer to {question}\n"
+    assert _status()["answered"] == 8
+    store = open_store(data_dir)
+    turns = store.turns(store.active_session().session_id)
+    assert sorted(t.text for t in turns if t.role == "user") == sorted(questions)
+    for question, reply in zip(turns[::2], turns[1::2], strict=True):
+        assert reply.text == f"answer to {question.text}"

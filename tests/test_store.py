@@ -16,6 +16,7 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
         "m002_full_text",
         "m003_archive_steps",
         "m004_fts_by_session",
+        "m005_fold_by_seq",
     ]
     store.close()
     db = sqlite3.connect(tmp_path / "chat_sessions.db")
@@ -34,7 +35,7 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
     assert {"session_id", "summary", "text_id"} <= cols["summary"]
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # Reopening applies nothing twice.
-    assert Store(tmp_path / "chat_sessions.db").applied_migrations()[-1] == "m004_fts_by_session"
+    assert Store(tmp_path / "chat_sessions.db").applied_migrations()[-1] == "m005_fold_by_seq"
 
 
 def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Path) -> None:
@@ -58,7 +59,7 @@ def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Pa
     )
     db.close()
     store = Store(tmp_path / "old.db")
-    assert store.applied_migrations()[-1] == "m004_fts_by_session"
+    assert store.applied_migrations()[-2:] == ["m004_fts_by_session", "m005_fold_by_seq"]
     assert [text_id for text_id, _ in store.search_turns_text("kayak", 5)] == ["t1"]
     store.delete_texts(["t1", "t2"])  # the triggers keep the word index consistent
     assert store.search_turns_text("kayak", 5) == []
@@ -125,3 +126,49 @@ def test_archive_marks_end_time(tmp_path: Path) -> None:
     session = store.get_session(sid)
     assert session.status == ARCHIVED and session.end_ms is not None
     assert store.active_session() is None
+
+
+def test_the_fold_boundary_is_a_seq_so_forgetting_a_folded_turn_keeps_the_window(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "chat_sessions.db")
+    sid = store.create_session().session_id
+    turns = store.add_turns(sid, [("user", f"t{i}", None, None) for i in range(6)])
+    store.set_rolling_summary(sid, "first three", 3, turns[2].seq)
+    session = store.get_session(sid)
+    live = store.turns(sid, after_seq=session.folded_upto_seq)
+    assert [t.text for t in live] == ["t3", "t4", "t5"]
+    store.delete_texts([turns[0].text_id])  # forget a folded turn
+    assert [t.text for t in store.turns(sid, after_seq=session.folded_upto_seq)] == [
+        "t3",
+        "t4",
+        "t5",
+    ]
+    assert [t.text for t in store.turns(sid, upto_seq=turns[4].seq)][-1] == "t4"
+
+
+def test_an_old_fold_count_becomes_the_seq_it_reached(tmp_path: Path) -> None:
+    from seelen.schema import MIGRATIONS
+
+    path = tmp_path / "chat_sessions.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER)")
+    for migration in MIGRATIONS[:4]:  # a database of the previous version
+        db.executescript(migration())
+        db.execute("INSERT INTO migrations VALUES (?, 0)", (migration.__name__,))
+    db.execute("INSERT INTO session (session_id, start_timestamp) VALUES ('s', 0)")
+    for i in range(5):
+        db.execute(
+            "INSERT INTO conversation (text_id, session_id, timestamp, role, text) "
+            "VALUES (?, 's', ?, 'user', ?)",
+            (f"id{i}", i, f"t{i}"),
+        )
+    db.execute("UPDATE session SET folded_count = 2, rolling_summary = 'two'")
+    db.close()
+    store = Store(path)
+    session = store.get_session("s")
+    assert [t.text for t in store.turns("s", after_seq=session.folded_upto_seq)] == [
+        "t2",
+        "t3",
+        "t4",
+    ]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from seelen.clock import Clock
 from seelen.errors import ModelError
@@ -23,7 +24,7 @@ from seelen.prompts import (
     session_summary_messages,
     strip_quotes,
 )
-from seelen.store import EPHEMERAL, Session, Store, Turn
+from seelen.store import ACTIVE, EPHEMERAL, Session, Store, Turn, new_id, now_ms
 
 PROFILE_WORDS, PERSONA_WORDS = 400, 300
 # Token caps on the tool model's answers: the prompts ask for at most ~400 words, and a weak
@@ -87,17 +88,15 @@ class Sessions:
         self._current = self.store.create_session() if session is None else session
         return self._current, False
 
-    def open_ephemeral(self) -> Session:
-        """A throw-away session for one exchange (see `discard`)."""
-        self._current = self.store.create_session(EPHEMERAL)
+    def peek(self) -> Session:
+        """Look at the active session without creating one (for answers that write nothing)."""
+        self._current = self.store.active_session() or Session(
+            new_id(), now_ms(), None, ACTIVE, 0
+        )
         return self._current
 
-    def discard(self) -> list[str]:
-        """Delete the current session entirely; returns the deleted text ids."""
-        return self.store.delete_session(self.current.session_id)
-
     def drop_leftover_ephemeral(self) -> list[str]:
-        """Delete ephemeral sessions a crash left behind; returns their text ids."""
+        """Delete ephemeral sessions an older Seelen left behind; returns their text ids."""
         ids: list[str] = []
         for session in self.store.sessions_with_status(EPHEMERAL):
             ids += self.store.delete_session(session.session_id)
@@ -105,34 +104,42 @@ class Sessions:
 
     @property
     def current(self) -> Session:
-        """The session being talked in (refreshed from the store)."""
+        """The session being talked in, as this object last wrote it (no I/O)."""
         if self._current is None:
             raise RuntimeError("Sessions.open() was not called")
-        fresh = self.store.get_session(self._current.session_id)
-        self._current = fresh or self._current
         return self._current
 
     def pending_archive(self) -> bool:
         """True when the current session is half-archived and must be finished first."""
         return bool(self._current and self.store.archive_steps(self._current.session_id))
 
-    def live_turns(self) -> list[Turn]:
-        """The turns of the current session that are not folded into its summary."""
+    def add_turn(self, role: str, text: str, meta: dict[str, Any] | None = None) -> Turn:
+        """Save one turn in the current session (committed before this returns)."""
+        turn = self.store.add_turn(self.current.session_id, role, text, meta)
+        self._current = replace(self.current, conv_count=self.current.conv_count + 1)
+        return turn
+
+    def live_turns(self, upto_seq: int | None = None) -> list[Turn]:
+        """The current session's turns not folded into its summary, up to `upto_seq`."""
         session = self.current
-        return self.store.turns(session.session_id, after=session.folded_count)
+        return self.store.turns(
+            session.session_id, after_seq=session.folded_upto_seq, upto_seq=upto_seq
+        )
 
     def reset(self) -> list[str]:
         """Forget the current session's turns; returns their text ids (for the index)."""
-        return self.store.clear_session(self.current.session_id)
+        ids = self.store.clear_session(self.current.session_id)
+        self._current = replace(
+            self.current, conv_count=0, rolling_summary="", folded_count=0, folded_upto_seq=0
+        )
+        return ids
 
     # --- rolling summary -----------------------------------------------------------------
 
     async def maybe_fold(self) -> bool:
         """Fold the oldest live turns into the rolling summary once the window is full."""
         session = self.current
-        live = await asyncio.to_thread(
-            self.store.turns, session.session_id, after=session.folded_count
-        )
+        live = await asyncio.to_thread(self.live_turns)
         if len(live) <= self.max_live or self.tool_model is None:
             return False
         cut = self.fold_count
@@ -146,11 +153,12 @@ class Sessions:
         )
         if not summary:
             raise ModelError("the tool model returned an empty summary")
+        folded, upto = session.folded_count + cut, live[cut - 1].seq
         await asyncio.to_thread(
-            self.store.set_rolling_summary,
-            session.session_id,
-            summary,
-            session.folded_count + cut,
+            self.store.set_rolling_summary, session.session_id, summary, folded, upto
+        )
+        self._current = replace(
+            session, rolling_summary=summary, folded_count=folded, folded_upto_seq=upto
         )
         return True
 
@@ -192,7 +200,7 @@ class Sessions:
             result.summary = steps["summary"]
         else:
             progress("summarising the session")
-            live = turns[session.folded_count :]
+            live = [t for t in turns if t.seq > session.folded_upto_seq]
             result.summary = await self._complete(
                 session_summary_messages(session.rolling_summary, self._lines(live)),
                 SUMMARY_TOKENS,

@@ -1,0 +1,166 @@
+"""The runtime: the one owner of a profile, and the lock that makes it the only writer.
+
+Every process that writes to a profile (a chat, an `ask` answered in-process, the warm
+owner, `save`, `forget`, `reindex`, edits) opens it through `Runtime.open`, which:
+1. asks a warm background owner to step aside (it holds the profile while idle),
+2. takes the profile's writer lock, saying once on stderr whom it waits for,
+3. builds the objects (`app.build_app`), opens or restores the session, finishes a
+   half-done archive, re-indexes after an embedding-model change, warms recall up and
+   starts the background indexer.
+Commands that only read (lists, shows, searches, export) open the profile without the lock
+and write nothing: SQLite's WAL lets them read while the owner writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from seelen.app import App, build_app
+from seelen.config import Settings
+from seelen.errors import SeelenError
+
+LOCK_FILE = "owner.lock"
+_HOLDERS = {
+    "chat": "the Seelen chat in another terminal",
+    "owner": "Seelen's background process",
+}
+
+
+class ProfileBusy(SeelenError):
+    """Another process owns the profile, and this one was not to wait."""
+
+
+class ProfileLock:
+    """`fcntl.flock` on `<profile>/owner.lock`; the file names the holder (pid, role).
+
+    The kernel drops the lock when its process dies, however it dies, so a crash never
+    leaves a profile locked.
+    """
+
+    def __init__(self, directory: Path, role: str) -> None:
+        self.path = Path(directory) / LOCK_FILE
+        self.role = role
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        """Who holds the lock, in words, from what the holder wrote into the file."""
+        try:
+            info = json.loads(self.path.read_text("utf-8") or "{}")
+        except (OSError, ValueError):
+            info = {}
+        role = str(info.get("role", ""))
+        who = _HOLDERS.get(role, f"another `seelen {role}`" if role else "another Seelen")
+        return f"{who} (pid {info['pid']})" if "pid" in info else who
+
+    def acquire(self, *, wait: bool, on_wait: Callable[[str], None] = lambda _: None) -> None:
+        """Take the lock; when another process has it, wait (saying so) or raise ProfileBusy."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not wait:
+                    raise ProfileBusy(f"{self.holder()} is using this profile") from None
+                on_wait(f"waiting for {self.holder()} to finish with this profile…")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "role": self.role}).encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def release(self) -> None:
+        """Let the next writer in."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+@dataclass
+class Runtime:
+    """One opened profile: its objects (`app`) and, for a writer, its lock."""
+
+    app: App
+    lock: ProfileLock | None
+    restored: bool = False
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        role: str,
+        on_line: Callable[[str], None] = lambda _: None,
+        wait: bool = True,
+        with_model: bool = True,
+        start_indexer: bool = True,
+    ) -> Runtime:
+        """Open the profile as its writer (see the module docstring for the steps)."""
+        directory = settings.profile_dir
+        await asyncio.to_thread(_make_private_dir, directory)
+        if role != "owner":
+            from seelen.client import stop_owner
+
+            await asyncio.to_thread(stop_owner, settings)
+        lock = ProfileLock(directory, role)
+        await asyncio.to_thread(lock.acquire, wait=wait, on_wait=on_line)
+        try:
+            app = await asyncio.to_thread(
+                build_app, settings, progress=on_line, with_model=with_model
+            )
+        except BaseException:
+            lock.release()
+            raise
+        runtime = cls(app, lock)
+        try:
+            runtime.restored = await app.start(on_line, start_indexer=start_indexer)
+        except BaseException:
+            await runtime.aclose()
+            raise
+        return runtime
+
+    @classmethod
+    async def open_observer(
+        cls, settings: Settings, *, on_line: Callable[[str], None], ephemeral: bool = False
+    ) -> Runtime:
+        """Open the profile with its model to answer without writing (an ephemeral ask,
+        `doctor`): no lock, no session created, no indexer."""
+        app = await asyncio.to_thread(build_app, settings, progress=on_line)
+        app.sessions.peek()
+        if ephemeral and app.recall is not None:
+            app.recall.warm(app.sessions.current.session_id)
+        return cls(app, None)
+
+    @classmethod
+    def open_reader(cls, settings: Settings) -> Runtime:
+        """Open the profile to read it: no lock, no model, no background work."""
+        return cls(build_app(settings, with_model=False), None)
+
+    async def aclose(self) -> None:
+        """Close everything, then let the next writer in."""
+        try:
+            await self.app.aclose()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
+def _make_private_dir(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        from seelen.errors import ConfigError
+
+        reason = exc.strerror or str(exc)
+        raise ConfigError(f"SEELEN_DATA_DIR: cannot write to {directory} ({reason})") from None
+
