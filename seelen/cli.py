@@ -107,15 +107,20 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     console = Console(highlight=False)
 
     async def body(application: Any) -> None:
+        from seelen.owner_host import serve_chat
+
         repl = Repl(application, console)
         await repl.start()
         repl.start_mcp()
-        if sys.stdin.isatty():
-            console.print("[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]")
-            await repl.run_interactive()
-        else:
-            await repl.wait_for_tools()
-            await repl.run_lines(sys.stdin)
+        async with serve_chat(application, repl.turn_lock, repl.note_remote_answer):
+            if sys.stdin.isatty():
+                console.print(
+                    "[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]"
+                )
+                await repl.run_interactive()
+            else:
+                await repl.wait_for_tools()
+                await repl.run_stream(sys.stdin)
 
     run(_with_app(settings, body, role="chat"))
 
@@ -273,10 +278,10 @@ def memory_forget(
     def body(application: Any, console: Any) -> None:
         if session is not None:
             n = forget_session(application, session)
-            console.print(f"Forgot session {session} ({n} texts).")
+            console.print(f"Forgot session {session} ({n} texts).", markup=False)
         else:
             forget_text(application, text_id or "")
-            console.print(f"Forgot {text_id}.")
+            console.print(f"Forgot {text_id}.", markup=False)
 
     _memory_command(profile, data_dir, body, write="memory forget")
 
@@ -323,10 +328,12 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     @sub.command("show")
     def show(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """Print the file."""
+        from seelen.render import visible
+
         _memory_command(
             profile,
             data_dir,
-            lambda a, c: print(a.files.read(filename).rstrip() or f"({label} is empty)"),
+            lambda a, c: print(visible(a.files.read(filename).rstrip()) or f"({label} is empty)"),
         )
 
     @sub.command("edit")
@@ -398,7 +405,7 @@ def export(
         if text is not None:
             sys.stdout.write(text + "\n")
         else:
-            console.print(f"Exported to {output}.", stderr=True)
+            stderr_console().print(f"Exported to {output}.", markup=False)
 
     _memory_command(profile, data_dir, body)
 
@@ -443,8 +450,10 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     """Show the provider, models, embeddings and data dir in use, and check each one."""
     from rich.console import Console
     from rich.markup import escape
+    from rich.text import Text
 
     from seelen.doctor import facts, run_checks
+    from seelen.render import visible
 
     settings = settings_from(profile, model, data_dir)
     console = Console(highlight=False)
@@ -455,7 +464,7 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
         checks = await run_checks(application)
         for check in checks:
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
-            console.print(f"{mark} {check.name}: {check.detail}")
+            console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
         return all(c.ok for c in checks)
 
     if not run(_with_app(settings, body)):

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from seelen.app import App
 from seelen.errors import SeelenError
 from seelen.memory.recall import RecallResult
+from seelen.render import shown
 from seelen.store import Session
 
 T = TypeVar("T")
@@ -88,7 +88,7 @@ def render_hits(console: Console, app: App, result: RecallResult) -> None:
             when,
             item.session_id[:8],
             item.text_id[:12],
-            f"[bold]{label}[/bold]: {escape(_short(item.text))}",
+            f"[bold]{label}[/bold]: {shown(_short(item.text))}",
         )
     console.print(table)
     console.print(
@@ -103,7 +103,7 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
         console.print("[dim]Nothing was recalled yet in this chat.[/dim]")
         return
     console.print(
-        f"Recall for: [italic]{escape(_short(result.query, 120))}[/italic] "
+        f"Recall for: [italic]{shown(_short(result.query, 120))}[/italic] "
         f"({result.seconds * 1000:.0f} ms)"
     )
     if not result.summaries and not result.turns:
@@ -114,9 +114,9 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             f"- [bold]{item.kind}[/bold] {app.clock.fmt(item.start_ms)} "
             f"(session {item.session_id[:8]}), score {item.score:.4f} from {ranks}:"
         )
-        console.print(f"  [dim]{escape(_short(item.text, 200))}[/dim]")
+        console.print(f"  [dim]{shown(_short(item.text, 200))}[/dim]")
     if app.index is not None and app.index.error:
-        console.print(f"[red]indexing problem:[/red] {escape(app.index.error)}")
+        console.print(f"[red]indexing problem:[/red] {shown(app.index.error)}")
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -159,7 +159,7 @@ def render_sessions(console: Console, app: App, limit: int) -> None:
             app.clock.fmt(s.end_ms) if s.end_ms else "",
             s.status,
             str(s.conv_count),
-            escape(_short(summary.text if summary else s.rolling_summary, 70)),
+            shown(_short(summary.text if summary else s.rolling_summary, 70)),
         )
     console.print(table)
 
@@ -173,18 +173,18 @@ def render_session(console: Console, app: App, session: Session) -> None:
     summary = app.store.session_summary(session.session_id)
     if summary or session.rolling_summary:
         console.print(
-            f"[italic]{escape(summary.text if summary else session.rolling_summary)}[/italic]\n"
+            f"[italic]{shown(summary.text if summary else session.rolling_summary)}[/italic]\n"
         )
     for turn in app.store.turns(session.session_id):
         if turn.role == "tool":
             console.print(
                 f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} tool "
-                f"{escape(turn.meta.get('name', ''))}: {escape(_short(turn.text))}[/dim]"
+                f"{shown(turn.meta.get('name', ''))}: {shown(_short(turn.text))}[/dim]"
             )
             continue
         console.print(
             f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} {turn.text_id[:12]}[/dim] "
-            f"[bold]{turn.role}[/bold]: {escape(turn.text)}"
+            f"[bold]{turn.role}[/bold]: {shown(turn.text)}"
         )
 
 

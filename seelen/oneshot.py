@@ -15,7 +15,7 @@ async def answer_once(app: App, text: str, printer: AnswerPrinter, *, ephemeral:
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False)
-    if app.start_mcp(lambda line: err.print(f"[yellow]{line}[/yellow]")) is not None:
+    if app.start_mcp(lambda line: err.print(line, style="yellow", markup=False)) is not None:
         await app.mcp.wait_ready(app.settings.mcp_init_timeout + 1)
     sid = None if ephemeral else app.sessions.current.session_id
     final: dict[str, Any] = {"type": "failed", "message": "no answer"}

@@ -1,47 +1,89 @@
-"""What the warm owner serves: the profile opened once, answering one turn at a time."""
+"""What an owner serves: an opened profile answering one question at a time.
+
+Two kinds of owner use it: the warm background process (`seelen.server`), and an open chat,
+which answers questions from other terminals between (never during) its own turns.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from seelen import wire
 from seelen.config import Settings
-from seelen.server import events_to_wire
+from seelen.server import OwnerServer, events_to_wire
 
 if TYPE_CHECKING:
-    from seelen.runtime import Runtime
+    from seelen.app import App
 
 
 class OwnerHost:
-    """Holds the opened profile for `OwnerServer` and turns questions into wire messages."""
+    """Turns questions into wire messages against one opened profile."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.server: Any = None
+    def __init__(
+        self,
+        app: App,
+        close: Callable[[], Awaitable[None]],
+        *,
+        turn_lock: asyncio.Lock | None = None,
+        on_answer: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.app = app
+        self._close = close
+        self.turn_lock = turn_lock or asyncio.Lock()
+        self.on_answer = on_answer
 
-    def attach(self, server: Any) -> None:
-        """Remember the server (for symmetry with the chat, which serves its own profile)."""
-        self.server = server
+    def attach(self, server: OwnerServer) -> None:
+        """Nothing to remember yet: the server drives the host."""
 
     async def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[dict[str, Any]]:
         """Answer one question; an ephemeral one writes nothing."""
-        app = self.runtime.app
-        sid = None if ephemeral else app.sessions.current.session_id
-        async for message in events_to_wire(
-            app.bot.turn(text, ephemeral=ephemeral), lambda: sid
-        ):
-            yield message
+        async with self.turn_lock:
+            sid = None if ephemeral else self.app.sessions.current.session_id
+            async for message in events_to_wire(
+                self.app.bot.turn(text, ephemeral=ephemeral), lambda: sid
+            ):
+                yield message
+            self.on_answer(text)
 
     async def aclose(self) -> None:
         """Close the profile and let the next writer in."""
-        await self.runtime.aclose()
+        await self._close()
 
 
 async def open_host(settings: Settings) -> OwnerHost:
-    """Open the profile as its owner, without waiting: if a chat holds it, exit at once
-    (the client then answers in-process, waiting for that chat)."""
+    """Open the profile as its background owner, without waiting: if a chat holds it, exit
+    at once (the client then answers in-process, waiting for that chat)."""
     from seelen.runtime import Runtime
 
     runtime = await Runtime.open(settings, role="owner", wait=False)
     runtime.app.start_mcp(lambda _line: None)
-    return OwnerHost(runtime)
+    return OwnerHost(runtime.app, runtime.aclose)
+
+
+@contextlib.asynccontextmanager
+async def serve_chat(
+    app: App, turn_lock: asyncio.Lock, on_answer: Callable[[str], None]
+) -> AsyncIterator[None]:
+    """While a chat is open, answer `seelen ask` from other terminals through its socket."""
+    path = wire.socket_path(app.settings)
+    if not app.settings.owner or not wire.usable(path):
+        yield
+        return
+
+    async def keep_open() -> None:
+        """The chat closes the profile itself."""
+
+    host = OwnerHost(app, keep_open, turn_lock=turn_lock, on_answer=on_answer)
+    server = OwnerServer(
+        host, version=wire.code_version(), fingerprint=wire.fingerprint(app.settings), kind="chat"
+    )
+    task = asyncio.create_task(server.serve(path))
+    try:
+        yield
+    finally:
+        server.stop()
+        with contextlib.suppress(Exception):
+            await task

@@ -22,7 +22,6 @@ from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.markup import escape
 from rich.text import Text
 
 from seelen.agent import (
@@ -40,6 +39,7 @@ from seelen.agent import (
 from seelen.app import App
 from seelen.errors import SeelenError
 from seelen.manage import index_now, render_hits, render_why
+from seelen.render import shown
 
 Handler = Callable[["Repl", str], Awaitable[bool]]
 
@@ -126,20 +126,20 @@ class EventPrinter:
                 )
         elif isinstance(event, ToolStarted):
             out.print(
-                f"[cyan]⚙ {escape(event.name)}[/cyan]"
-                f"[dim]({escape(outcome_preview(event.arguments, 60))})[/dim]"
+                f"[cyan]⚙ {shown(event.name)}[/cyan]"
+                f"[dim]({shown(outcome_preview(event.arguments, 60))})[/dim]"
             )
         elif isinstance(event, ToolFinished):
             o = event.outcome
             mark = "[green]✓[/green]" if o.ok else "[red]✗[/red]"
             out.print(
-                f"  {mark} [dim]{escape(o.name)} {o.seconds:.2f}s: "
-                f"{escape(outcome_preview(o.content, 100))}[/dim]"
+                f"  {mark} [dim]{shown(o.name)} {o.seconds:.2f}s: "
+                f"{shown(outcome_preview(o.content, 100))}[/dim]"
             )
         elif isinstance(event, Notice):
-            out.print(f"[yellow]{escape(event.message)}[/yellow]")
+            out.print(f"[yellow]{shown(event.message)}[/yellow]")
         elif isinstance(event, Failed):
-            out.print(f"[red]error:[/red] {escape(event.message)}")
+            out.print(f"[red]error:[/red] {shown(event.message)}")
             out.print("[dim]Your message is saved. Type /retry to try again.[/dim]")
         elif isinstance(event, TurnUsage) and self.show_usage:
             out.print(
@@ -188,14 +188,15 @@ class Repl:
         self.printer = EventPrinter(console, show_usage=app.settings.debug_mode)
         self._pt_input, self._pt_output = pt_input, pt_output
         self._turns = 0
+        # Held while a line is handled; questions from other terminals (served by this chat
+        # through its socket) wait for it, so they never interleave with a reply.
+        self.turn_lock = asyncio.Lock()
 
     # --- entry points --------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the profile (if the runtime has not), then show a restored session."""
-        restored = await self.app.start(
-            lambda line: self.console.print(Text(line, style="yellow"))
-        )
+        restored = await self.app.start(lambda line: self.console.print(Text(line, style="yellow")))
         session = self.app.sessions.current
         turns = self.app.sessions.live_turns()
         self._turns = session.conv_count
@@ -206,11 +207,11 @@ class Repl:
             for turn in turns[-6:]:
                 if turn.role in ("user", "assistant") and turn.text:
                     who = "[bold]you[/bold]" if turn.role == "user" else "[bold]seelen[/bold]"
-                    self.console.print(f"{who}: {escape(_short(turn.text, 300))}")
+                    self.console.print(f"{who}: {shown(_short(turn.text, 300))}")
 
     def start_mcp(self) -> None:
         """Connect MCP servers in the background; a failure is reported once, in one line."""
-        self.app.start_mcp(lambda line: self.console.print(f"[yellow]{escape(line)}[/yellow]"))
+        self.app.start_mcp(lambda line: self.console.print(f"[yellow]{shown(line)}[/yellow]"))
 
     async def wait_for_tools(self) -> None:
         """For piped input: give MCP servers their handshake time before the first line."""
@@ -230,7 +231,7 @@ class Repl:
         """A failure in background work: one line, and the chat goes on (never 'press Enter')."""
         exc = context.get("exception")
         detail = f"{type(exc).__name__}: {exc}" if exc else context.get("message", "")
-        self.console.print(f"[dim]background error: {escape(str(detail))}[/dim]")
+        self.console.print(f"[dim]background error: {shown(str(detail))}[/dim]")
 
     async def _prompt_loop(self) -> None:
         session = self._prompt_session()
@@ -262,10 +263,28 @@ class Repl:
             if not await self.handle(line.rstrip("\n")):
                 return
 
+    async def run_stream(self, stream: Any) -> None:
+        """Like `run_lines` for a file (stdin), read in a thread: while the pipe is quiet,
+        the event loop stays free to answer other terminals' questions."""
+        while line := await asyncio.to_thread(stream.readline):
+            if not await self.handle(line.rstrip("\n")):
+                return
+
     # --- one line ------------------------------------------------------------------------
+
+    def note_remote_answer(self, question: str) -> None:
+        """A question from another terminal was answered in this session: say so."""
+        self._turns = self.app.sessions.current.conv_count
+        self.console.print(
+            Text(f"(answered a question from another terminal: {_short(question, 60)})", "dim")
+        )
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
+        async with self.turn_lock:
+            return await self._handle(line)
+
+    async def _handle(self, line: str) -> bool:
         if not line.strip():
             return True
         if line.startswith("/") and not line.startswith("//"):
@@ -273,13 +292,13 @@ class Repl:
             cmd = COMMANDS.get(name.lower())
             if cmd is None:
                 self.console.print(
-                    f"[yellow]Unknown command {escape(name)}.[/yellow] Type /help for the list."
+                    f"[yellow]Unknown command {shown(name)}.[/yellow] Type /help for the list."
                 )
                 return True
             try:
                 return await cmd.handler(self, arg.strip())
             except SeelenError as exc:
-                self.console.print(f"[red]error:[/red] {escape(str(exc))}")
+                self.console.print(f"[red]error:[/red] {shown(str(exc))}")
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
         await self.stream(self.app.bot.turn(text))
@@ -362,7 +381,7 @@ async def _help(repl: Repl, arg: str) -> bool:
     for cmd in unique_commands():
         names = ", ".join((cmd.name, *cmd.aliases))
         usage = f" {cmd.arg}" if cmd.arg else ""
-        repl.console.print(f"  [bold]{escape(names)}[/bold]{escape(usage)}  {escape(cmd.help)}")
+        repl.console.print(f"  [bold]{shown(names)}[/bold]{shown(usage)}  {shown(cmd.help)}")
     repl.console.print(
         "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
         "start a message with // to send a literal /.[/dim]"
@@ -426,13 +445,13 @@ async def _why(repl: Repl, arg: str) -> bool:
 async def _tools(repl: Repl, arg: str) -> bool:
     app = repl.app
     if app.tools_note:
-        repl.console.print(f"[yellow]{escape(app.tools_note)}[/yellow]")
+        repl.console.print(f"[yellow]{shown(app.tools_note)}[/yellow]")
     if app.tools is not None:
         for spec in app.tools.tools():
             first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
             repl.console.print(
-                f"  [bold]{escape(spec.name)}[/bold] [dim]({escape(spec.source)})"
-                f"[/dim] {escape(_short(first, 80))}"
+                f"  [bold]{shown(spec.name)}[/bold] [dim]({shown(spec.source)})"
+                f"[/dim] {shown(_short(first, 80))}"
             )
     if app.mcp is None:
         state = (
@@ -440,8 +459,8 @@ async def _tools(repl: Repl, arg: str) -> bool:
             if not app.settings.enable_mcp
             else (f"no {app.settings.mcp_servers_file} here")
         )
-        repl.console.print(f"[dim]MCP servers: {escape(state)}[/dim]")
+        repl.console.print(f"[dim]MCP servers: {shown(state)}[/dim]")
     else:
         for status in app.mcp.status():
-            repl.console.print(f"  [dim]MCP[/dim] {escape(status.line())}")
+            repl.console.print(f"  [dim]MCP[/dim] {shown(status.line())}")
     return True

@@ -163,4 +163,3 @@ def _make_private_dir(directory: Path) -> None:
 
         reason = exc.strerror or str(exc)
         raise ConfigError(f"SEELEN_DATA_DIR: cannot write to {directory} ({reason})") from None
-

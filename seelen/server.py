@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seelen import wire
+from seelen.runtime import ProfileBusy
 
 if TYPE_CHECKING:
     from seelen.config import Settings
@@ -170,7 +171,11 @@ async def run_owner(settings: Settings, host_factory: Callable[[Settings], Any])
     if not wire.usable(path):
         print(f"seelen owner: socket path too long: {path}", file=sys.stderr)
         return 2
-    host = await host_factory(settings)
+    try:
+        host = await host_factory(settings)
+    except ProfileBusy as exc:  # a chat holds the profile: the client answers in-process
+        print(f"seelen owner: {exc}", file=sys.stderr)
+        return 3
     server = OwnerServer(
         host,
         version=wire.code_version(),

@@ -265,8 +265,7 @@ class Store:
     ) -> list[Turn]:
         """The turns of a session in order: those after `after_seq`, up to `upto_seq`."""
         rows = self._query(
-            "SELECT * FROM conversation WHERE session_id = ? AND seq > ? AND seq <= ? "
-            "ORDER BY seq",
+            "SELECT * FROM conversation WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
             (session_id, after_seq, upto_seq if upto_seq is not None else 2**62),
         )
         return [_turn(r) for r in rows]

@@ -96,3 +96,21 @@ def test_a_spoiled_persona_can_be_restored(env: ModelServer, data_dir: Path) -> 
     text = run_seelen("persona", "show").stdout
     assert "warm" in text and "curious" in text and "cold" not in text
     assert run_seelen("persona", "restore", "9").returncode == 1
+
+
+def test_stored_text_is_shown_as_data_not_markup_or_terminal_commands(
+    env: ModelServer, data_dir: Path
+) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    sid = store.create_session().session_id
+    pasted = "a [/x] bracket and \x1b]0;pwned\x07 a title change, [bold]loud[/bold]"
+    store.add_turn(sid, "user", pasted)
+    store.close()
+    for args in (("sessions", "show", sid[:8]), ("memory", "search", "--mode", "bm25", "pwned")):
+        result = run_seelen(*args)
+        assert result.returncode == 0, result.stderr
+        out = " ".join(result.stdout.split())
+        assert "[/x]" in out and "[bold]loud[/bold]" in out
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+        assert "␛]0;pwned␇" in out

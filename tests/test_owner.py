@@ -180,3 +180,37 @@ def test_eight_parallel_asks_share_one_owner_and_each_gets_its_own_answer(
     assert sorted(t.text for t in turns if t.role == "user") == sorted(questions)
     for question, reply in zip(turns[::2], turns[1::2], strict=True):
         assert reply.text == f"answer to {question.text}"
+
+
+def test_an_open_chat_answers_asks_from_other_terminals(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    chat = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "chat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert chat.stdin is not None
+        chat.stdin.write("hello from the chat\n")
+        chat.stdin.flush()
+        deadline = time.monotonic() + 30
+        while owner_status(load_settings()) is None:
+            assert time.monotonic() < deadline and chat.poll() is None
+            time.sleep(0.05)
+        assert _status()["kind"] == "chat"
+        asked = run_seelen("ask", "from another terminal")  # the chat's pipe stays open
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout == "answer to from another terminal\n"
+        assert run_seelen("server", "stop").stdout.strip() == "not running"  # a chat stays
+        out, _err = chat.communicate("and back in the chat\n", timeout=30)
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+    assert chat.returncode == 0
+    assert "answer to hello from the chat" in out and "answer to and back in the chat" in out
+    store = open_store(data_dir)
+    users = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
+    assert users == ["hello from the chat", "from another terminal", "and back in the chat"]
