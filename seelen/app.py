@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from seelen.tools.mcp import McpManager
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-# Small local models tend to loop; unless MAX_REPLY_TOKENS says otherwise, cap their replies.
-LOCAL_REPLY_TOKENS = 512
 
 
 @dataclass
@@ -220,9 +218,10 @@ def build_app(
         model=provider.chat_model,
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
-        max_tokens=settings.max_reply_tokens
-        or (LOCAL_REPLY_TOKENS if provider.kind == "local" else 0),
+        max_tokens=settings.max_reply_tokens or local_limits(provider)[0],
+        options=local_limits(provider)[2],
     )
+    context_tokens = min(settings.context_tokens, local_limits(provider)[1])
     closers.append(model.aclose)
     sessions = Sessions(
         store,
@@ -232,6 +231,7 @@ def build_app(
         tool_model_name=provider.tool_model,
         max_live=settings.max_conv_num,
         fold_count=settings.refresh_every_conv_num,
+        input_tokens=context_tokens,
     )
     indexer, recall = build_recall(settings, provider, store, directory)
     closers.append(indexer.stop)
@@ -248,7 +248,7 @@ def build_app(
         clock,
         recall=recall,
         tools=registry,
-        context_tokens=settings.context_tokens,
+        context_tokens=context_tokens,
         max_tool_rounds=settings.max_tool_rounds,
         on_saved=indexer.wake,
         log_prompt=prompt_logger(directory / "logs", provider.api_key)
@@ -271,6 +271,20 @@ def build_app(
         tools=registry,
         closers=closers,
     )
+
+
+def local_limits(provider: Provider) -> tuple[int, int, dict[str, Any]]:
+    """(reply cap, prompt budget, sampling) for the bundled model; no limits otherwise.
+
+    The prompt budget leaves the reply and a sixth of the context free: our token count
+    is an estimate, and llama.cpp refuses a request that does not fit its context.
+    """
+    if provider.kind != "local" or provider.server is None:
+        return 0, 10**9, {}
+    from seelen.local_model import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
+
+    budget = provider.server.ctx_size * 5 // 6 - LOCAL_REPLY_TOKENS
+    return LOCAL_REPLY_TOKENS, budget, LOCAL_SAMPLING
 
 
 def build_tools(

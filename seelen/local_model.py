@@ -65,6 +65,33 @@ def local_available(model_path: Path | None = None) -> bool:
     return importlib.util.find_spec("xllamacpp") is not None and bool(model and model.is_file())
 
 
+# SmolLM2 was trained with an 8k context; the KV cache for it costs ~180 MiB at 135M.
+LOCAL_CONTEXT = 8192
+# Replies of small models are capped: past ~300 tokens they drift and loop
+# (bench/bench_first_chat.py: the longest uncapped reply ran to the 512-token cap).
+LOCAL_REPLY_TOKENS = 300
+# Sampling for small local models, sent to llama.cpp with every request. Without it the
+# bundled model looped in most replies (bench/bench_first_chat.py --variant plain):
+# - repeat_penalty over the last 256 tokens and llama.cpp's DRY sampler (which penalises
+#   repeating any sequence longer than 2 tokens) break word-for-word loops;
+# - a lower temperature with top-p/min-p keeps answers on the facts given.
+# The values are llama.cpp's documented recommendations for DRY (multiplier 0.8, base
+# 1.75, allowed length 2) and common small-model defaults, not tuned to the benchmark.
+LOCAL_SAMPLING: dict[str, Any] = {
+    "temperature": 0.5,
+    "top_p": 0.9,
+    "extra_body": {
+        "min_p": 0.05,
+        "repeat_penalty": 1.15,
+        "repeat_last_n": 256,
+        "dry_multiplier": 0.8,
+        "dry_base": 1.75,
+        "dry_allowed_length": 2,
+        "dry_penalty_last_n": -1,
+    },
+}
+
+
 def default_threads() -> int:
     """Half the CPUs this process may use, at least one."""
     # Measured on 2 CPUs under load: 2 llama.cpp threads fell to ~3 tok/s while 1 thread
@@ -87,7 +114,7 @@ class LocalServer:
         model_path: Path,
         *,
         threads: int | None = None,
-        ctx_size: int = 4096,
+        ctx_size: int = LOCAL_CONTEXT,
         on_progress: Callable[[str], None] | None = None,
         log_file: Path | None = None,
         start_timeout: float = 60.0,

@@ -16,6 +16,7 @@ from typing import Any
 from seelen.clock import Clock
 from seelen.errors import ModelError
 from seelen.llm import ChatModel
+from seelen.memory.context import clip, estimate_tokens
 from seelen.memory.persona import PERSONA, PROFILE, Change, PersonaFiles
 from seelen.prompts import (
     fold_messages,
@@ -67,6 +68,7 @@ class Sessions:
         tool_model_name: str = "",
         max_live: int = 20,
         fold_count: int = 10,
+        input_tokens: int = 6000,
     ) -> None:
         self.store = store
         self.files = files
@@ -75,6 +77,7 @@ class Sessions:
         self.tool_model_name = tool_model_name
         self.max_live = max_live
         self.fold_count = fold_count
+        self.input_tokens = input_tokens  # the most a transcript may send to the tool model
         self._current: Session | None = None
 
     # --- the current session -------------------------------------------------------------
@@ -161,11 +164,19 @@ class Sessions:
         return True
 
     def _lines(self, turns: Sequence[Turn]) -> list[tuple[str, str, str]]:
-        return [
-            (self.clock.fmt(t.ts_ms), t.role, t.text)
+        """The spoken turns as transcript lines, within the tool model's input budget:
+        each line at most a quarter of it, and the oldest dropped first (the rolling
+        summary already covers what came before)."""
+        per_line = max(self.input_tokens // 4, 64)
+        lines = [
+            (self.clock.fmt(t.ts_ms), t.role, clip(t.text, per_line))
             for t in turns
             if t.role in ("user", "assistant") and t.text
         ]
+        used = sum(estimate_tokens(text) + 8 for _, _, text in lines)
+        while lines and used > self.input_tokens:
+            used -= estimate_tokens(lines.pop(0)[2]) + 8
+        return lines
 
     # --- archive -------------------------------------------------------------------------
 
