@@ -238,6 +238,8 @@ class Sessions:
     def _strip_quotes(self, turns: Sequence[Turn]) -> None:
         changed = []
         for turn in turns:
+            if turn.role != "assistant":  # the user's own words are never rewritten
+                continue
             cleaned = strip_quotes(turn.text)
             if cleaned != turn.text:
                 self.store.update_turn_text(turn.text_id, cleaned)
