@@ -310,6 +310,8 @@ class Repl:
         note = " (resumed)" if result.resumed else ""
         self.console.print(f"[green]Session archived{note}.[/green] A new session begins.")
         for change in result.changes:
+            if change.note:
+                self.console.print(f"[yellow]{escape(change.note)}[/yellow]")
             if change.changed:
                 self.console.print(f"[bold]{change.name}[/bold] changed:")
                 for line in change.diff(12):

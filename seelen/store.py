@@ -143,12 +143,22 @@ class Store:
         return [_session(r) for r in rows]
 
     def active_session(self) -> Session | None:
-        """The newest session that is not archived yet, if any."""
+        """The newest active session whose archive has not begun, if any."""
         rows = self._query(
-            "SELECT * FROM session WHERE status = ? ORDER BY start_timestamp DESC LIMIT 1",
+            "SELECT * FROM session WHERE status = ? AND NOT EXISTS (SELECT 1 FROM archive_step "
+            "a WHERE a.session_id = session.session_id) ORDER BY start_timestamp DESC LIMIT 1",
             (ACTIVE,),
         )
         return _session(rows[0]) if rows else None
+
+    def pending_archives(self) -> list[Session]:
+        """Active sessions whose archive began but did not finish, oldest first."""
+        rows = self._query(
+            "SELECT * FROM session WHERE status = ? AND EXISTS (SELECT 1 FROM archive_step a "
+            "WHERE a.session_id = session.session_id) ORDER BY start_timestamp",
+            (ACTIVE,),
+        )
+        return [_session(r) for r in rows]
 
     def get_session(self, session_id: str) -> Session | None:
         """One session by id, or None."""

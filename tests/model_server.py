@@ -68,6 +68,8 @@ class Reply:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # A reasoning model's thoughts, sent as `reasoning_content` (DeepSeek-R1's field).
+    reasoning: str = ""
 
 
 def _count_words(value: Any) -> int:
@@ -371,6 +373,8 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             }
             if calls:
                 message["tool_calls"] = calls
+            if reply.reasoning:
+                message["reasoning_content"] = reply.reasoning
             self._send_json(
                 200,
                 {
@@ -417,6 +421,9 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
 
             events: list[dict | str] = [
                 chunk({"role": "assistant", "content": "" if reply.text or not calls else None})
+            ]
+            events += [
+                chunk({"reasoning_content": piece}) for piece in _split_text(reply.reasoning)
             ]
             events += [chunk({"content": piece}) for piece in _split_text(reply.text)]
             for index, call in enumerate(calls):
