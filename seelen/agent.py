@@ -142,7 +142,13 @@ class ChatBot:
         for turn in reversed(self.sessions.live_turns()):
             if turn.role == "user":
                 return turn.text
-            if turn.role == "assistant" and not turn.meta.get("tool_calls"):
+            # A reply cut short (dropped stream, Ctrl-C) is kept, but it is not an answer.
+            meta = turn.meta
+            if (
+                turn.role == "assistant"
+                and not meta.get("tool_calls")
+                and not meta.get("interrupted")
+            ):
                 return None
         return None
 

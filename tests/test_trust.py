@@ -227,3 +227,40 @@ async def test_a_huge_turn_is_clipped_for_the_summary_but_stored_whole(env: Mode
     summary_request = next(b for b in env.chat_requests() if role_of(b) == "summary")
     assert len(json.dumps(summary_request)) < 20_000
     await app.aclose()
+
+
+# --- streams told truthfully -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        (Reply(text="ACK: fault tolerance works", cut_after=2), "stopped before finishing"),
+        (Reply(text="ACK: fault tolerance works", cut_after=2, cut="drop"), "broke off"),
+        (Reply(raw_body="<html>502 Bad Gateway</html>"), "no completion"),
+    ],
+    ids=["no-finish", "dropped", "not-json"],
+)
+async def test_a_broken_stream_is_kept_as_interrupted_and_retried(
+    env: ModelServer, fault: Reply, words: str
+) -> None:
+    from seelen.agent import Done, Failed
+
+    app = await open_app()
+    env.enqueue(fault)
+    events = [e async for e in app.bot.turn("Say ACK")]
+    failed = [e.message for e in events if isinstance(e, Failed)]
+    assert len(failed) == 1 and words in failed[0]
+    assert not any(isinstance(e, Done) for e in events)
+    turns = app.store.turns(app.sessions.current.session_id)
+    assert [t.role for t in turns if t.role == "user"] == ["user"]
+    replies = [t for t in turns if t.role == "assistant"]
+    assert all(t.meta.get("interrupted") and t.text for t in replies)  # never a "complete" cut
+    assert app.bot.unanswered() == "Say ACK"
+    env.enqueue("ACK: fault tolerance works")
+    events = [e async for e in app.bot.retry()]
+    assert [e.text for e in events if isinstance(e, Done)] == ["ACK: fault tolerance works"]
+    # The retried prompt ends with the question, not with the cut-off reply.
+    assert env.last_messages()[-1] == {"role": "user", "content": "Say ACK"}
+    assert app.bot.unanswered() is None
+    await app.aclose()

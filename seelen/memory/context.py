@@ -89,6 +89,11 @@ def live_messages(turns: Sequence[Turn], budget: int) -> list[dict[str, Any]]:
     """The newest turns that fit, as chat messages; the newest one is always kept."""
     picked: list[dict[str, Any]] = []
     used = 0
+    turns = list(turns)
+    # A cut-off reply at the very end is being answered again (/retry): the model must not
+    # take it for its own finished answer.
+    while turns and turns[-1].role == "assistant" and turns[-1].meta.get("interrupted"):
+        turns.pop()
     for turn in reversed(turns):
         message = turn_message(turn)
         cost = estimate_tokens(json.dumps(message, ensure_ascii=False)) + 4
