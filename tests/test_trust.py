@@ -264,3 +264,26 @@ async def test_a_broken_stream_is_kept_as_interrupted_and_retried(
     assert env.last_messages()[-1] == {"role": "user", "content": "Say ACK"}
     assert app.bot.unanswered() is None
     await app.aclose()
+
+
+# --- prompt clipping ----------------------------------------------------------------------------
+
+
+async def test_a_pasted_megabyte_is_stored_whole_but_clipped_in_the_prompt(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seelen.memory.context import estimate_tokens
+
+    monkeypatch.setenv("CONTEXT_TOKENS", "4000")
+    app = await open_app()
+    pasted = "START " + "lorem ipsum dolor " * 55_000 + " so what do you think? END"  # ~1 MB
+    assert await say(app, pasted) == "ok"
+    stored = [t.text for t in app.store.turns(app.sessions.current.session_id)]
+    assert stored[0] == pasted
+    messages = env.last_messages()
+    total = sum(estimate_tokens(json.dumps(m)) for m in messages)
+    assert total <= 4000 * 1.1, total
+    sent = messages[-1]["content"]
+    assert sent.startswith("START ") and sent.endswith("what do you think? END")
+    assert "characters left out of this prompt" in sent
+    await app.aclose()
