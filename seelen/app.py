@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from seelen.llm import OpenAIChatModel
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Indexer, Recall
 from seelen.memory.sessions import Sessions
+from seelen.redact import redact
 from seelen.store import Store
 from seelen.tools.base import ToolRegistry
 
@@ -302,17 +302,6 @@ def build_recall(
         conv_num=settings.recall_conv_num,
     )
     return indexer, recall
-
-
-_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+)")
-
-
-def redact(text: str, *secrets: str) -> str:
-    """Hide API keys and bearer tokens before anything is written to a log."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return _SECRET.sub("[redacted]", text)
 
 
 def prompt_logger(directory: Path, *secrets: str) -> Callable[[list[dict[str, Any]]], None]:

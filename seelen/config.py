@@ -215,9 +215,11 @@ def load_settings(
 
 def prepare_profile_dir(settings: Settings) -> Path:
     """Create the profile's data dir if needed and prove it is writable."""
+    from seelen.privacy import make_private
+
     path = settings.profile_dir
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_private(path)  # folders 0700, files 0600, whatever the umask
         probe = path / ".write-test"
         probe.write_text("ok")
         probe.unlink()

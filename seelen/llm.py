@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seelen.errors import ModelError
+from seelen.redact import redact
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class OpenAIChatModel:
         except Exception as exc:
             if parts or calls:  # it was answering: the answer is cut, not unreachable
                 raise ModelError(f"{_where(self.base_url)} broke off mid-answer") from exc
-            raise ModelError(_describe(exc, self.base_url)) from exc
+            raise ModelError(_describe(exc, self.base_url, self._api_key)) from exc
         finally:
             await response.close()
         if finish is None:
@@ -191,11 +192,11 @@ class OpenAIChatModel:
             except retryable as exc:
                 if attempt == self._max_retries:
                     tries = f" after {attempt + 1} tries" if attempt else ""
-                    raise ModelError(_describe(exc, self.base_url) + tries) from exc
+                    raise ModelError(_describe(exc, self.base_url, self._api_key) + tries) from exc
                 delay = self._retry_base * 2**attempt
                 await asyncio.sleep(delay * (0.75 + random.random() / 2))
             except openai.APIError as exc:
-                raise ModelError(_describe(exc, self.base_url)) from exc
+                raise ModelError(_describe(exc, self.base_url, self._api_key)) from exc
         raise AssertionError("unreachable")
 
 
@@ -222,8 +223,12 @@ def _unfinished(base_url: str, started: bool) -> str:
     return f"{_where(base_url)} answered with no completion (is it OpenAI-compatible?)"
 
 
-def _describe(exc: Exception, base_url: str) -> str:
-    """One line for the user; never includes the API key."""
+def _describe(exc: Exception, base_url: str, api_key: str = "") -> str:
+    """One line for the user; never includes the API key, even when the endpoint echoes it."""
+    return redact(_explain(exc, base_url), api_key)
+
+
+def _explain(exc: Exception, base_url: str) -> str:
     import openai
 
     where = base_url or "the OpenAI API"

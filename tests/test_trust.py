@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from model_server import ModelServer, Reply
-from test_memory import open_app, role_of, say, scripted
+from test_memory import open_app, role_of, say, scripted, wait_indexed
 
 from seelen.agent import Notice
 from seelen.app import build_app
@@ -286,4 +286,56 @@ async def test_a_pasted_megabyte_is_stored_whole_but_clipped_in_the_prompt(
     sent = messages[-1]["content"]
     assert sent.startswith("START ") and sent.endswith("what do you think? END")
     assert "characters left out of this prompt" in sent
+    await app.aclose()
+
+
+# --- privacy ------------------------------------------------------------------------------------
+
+
+async def test_profile_files_are_private_whatever_the_umask(
+    env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import stat
+
+    monkeypatch.setenv("DEBUG_MODE", "true")  # writes logs/prompts.jsonl
+    profile = data_dir / "default"
+    profile.mkdir(parents=True)
+    (profile / "chat_sessions.db").touch(mode=0o644)  # left open by an earlier version
+    os.chmod(profile / "chat_sessions.db", 0o644)
+    old = os.umask(0o022)
+    try:
+        env.responder = scripted({"summary": "Tea.", "profile": "Likes tea", "persona": "Me."})
+        app = await open_app()
+        await say(app, "I like tea")
+        await app.sessions.archive()  # history/ versions of persona and profile
+        await say(app, "more tea")
+        await wait_indexed(app)  # lancedb/ files
+        paths = [profile, *profile.rglob("*")]
+        assert any(p.name.endswith("-wal") for p in paths)
+        assert (profile / "logs" / "prompts.jsonl").is_file() and (profile / "history").is_dir()
+        await app.aclose()
+    finally:
+        os.umask(old)
+    open_to_others = [
+        f"{p.relative_to(data_dir)} {stat.S_IMODE(p.stat().st_mode):o}"
+        for p in paths
+        if p.exists() and not p.is_symlink() and stat.S_IMODE(p.stat().st_mode) & 0o077
+    ]
+    assert open_to_others == []
+
+
+async def test_an_error_that_echoes_the_api_key_is_redacted(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seelen.agent import Failed
+
+    key = "custom-key-4f9a7c21"  # not shaped like sk-…, so only knowing the key can hide it
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    app = await open_app()
+    env.enqueue(Reply(status=401, text=f"Incorrect API key provided: {key}"))
+    events = [e async for e in app.bot.turn("hello")]
+    failed = [e.message for e in events if isinstance(e, Failed)]
+    assert failed and "401" in failed[0] and "[redacted]" in failed[0]
+    assert key not in failed[0]
     await app.aclose()
