@@ -298,6 +298,6 @@ def outcome_preview(text: str, limit: int = 80) -> str:
         parsed = json.loads(text)
         if isinstance(parsed, dict):
             line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         pass
     return line if len(line) <= limit else line[: limit - 1] + "…"

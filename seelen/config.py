@@ -186,7 +186,11 @@ def load_settings(
     path = Path.cwd() / ".env" if dotenv_path is None else dotenv_path
     raw: dict[str, Any] = {}
     if path.is_file():
-        raw.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+        try:
+            values_in_file = dotenv_values(path)
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
+        raw.update({k: v for k, v in values_in_file.items() if v is not None})
     raw.update(environ)
     raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
 

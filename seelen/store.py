@@ -19,6 +19,7 @@ from typing import Any
 
 from seelen.errors import StoreError
 from seelen.schema import MIGRATIONS, fts_query, phrase
+from seelen.sqlite_faults import explain, refuse_empty_file
 
 ACTIVE, ARCHIVED = "active", "archived"
 # An `ask --ephemeral` session: never restored, deleted when its one exchange is done.
@@ -74,6 +75,7 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        refuse_empty_file(self.path)
         try:
             self._db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=10
@@ -83,8 +85,8 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        except sqlite3.Error as exc:
+            raise StoreError(explain(exc, self.path)) from None
 
     # --- plumbing ------------------------------------------------------------------------
 
@@ -117,11 +119,14 @@ class Store:
         return [r[0] for r in self._query("SELECT name FROM migrations ORDER BY rowid")]
 
     def _tx(self) -> _Transaction:
-        return _Transaction(self._db, self._lock)
+        return _Transaction(self._db, self._lock, self.path)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(explain(exc, self.path)) from None
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -460,25 +465,37 @@ class Store:
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT under the store's lock; ROLLBACK on any error."""
+    """BEGIN IMMEDIATE … COMMIT under the store's lock; ROLLBACK on any error.
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._db, self._lock = db, lock
+    SQLite's own errors leave as a `StoreError` with one clear line (disk full, read-only…).
+    """
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock, path: Path) -> None:
+        self._db, self._lock, self._path = db, lock, path
 
     def __enter__(self) -> sqlite3.Connection:
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE")
-        except BaseException:
+        except BaseException as exc:
             self._lock.release()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(explain(exc, self._path)) from None
             raise
         return self._db
 
-    def __exit__(self, exc_type: object, *_: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, _tb: object) -> None:
         try:
-            self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if exc_type is None:
+                self._db.execute("COMMIT")
+            elif self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            exc = exc or error
         finally:
             self._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(explain(exc, self._path)) from None
 
 
 def _like_prefix(prefix: str) -> str:

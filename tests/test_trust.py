@@ -339,3 +339,87 @@ async def test_an_error_that_echoes_the_api_key_is_redacted(
     assert failed and "401" in failed[0] and "[redacted]" in failed[0]
     assert key not in failed[0]
     await app.aclose()
+
+
+# --- clear one-line errors -------------------------------------------------------------------
+
+
+def test_a_full_disk_and_a_read_only_database_are_clear_store_errors(data_dir: Path) -> None:
+    from seelen.errors import StoreError
+    from seelen.store import Store
+
+    data_dir.mkdir(parents=True)
+    store = Store(data_dir / "chat_sessions.db")
+    sid = store.create_session().session_id
+    store.add_turn(sid, "user", "kept before the disk filled up")
+    # SQLite's own page limit gives the very error a full disk gives (SQLITE_FULL).
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")
+    with pytest.raises(StoreError, match="the disk is full: nothing was saved"):
+        store.add_turn(sid, "user", "x" * 100_000)
+    store._db.execute("PRAGMA max_page_count = 1000000")
+    store._db.execute("PRAGMA query_only = ON")  # SQLITE_READONLY, as for a read-only file
+    with pytest.raises(StoreError, match="is read-only"):
+        store.add_turn(sid, "user", "hello")
+    store._db.execute("PRAGMA query_only = OFF")
+    assert [t.text for t in store.turns(sid)] == ["kept before the disk filled up"]
+    store.add_turn(sid, "user", "the store works again")  # no transaction was left open
+    store.close()
+
+
+def test_an_empty_database_file_is_refused_not_taken_for_a_new_memory(data_dir: Path) -> None:
+    from seelen.errors import StoreError
+    from seelen.store import Store
+
+    data_dir.mkdir(parents=True)
+    path = data_dir / "chat_sessions.db"
+    path.write_bytes(b"")
+    with pytest.raises(StoreError, match=r"empty \(0 bytes\)"):
+        Store(path)
+    assert path.stat().st_size == 0  # left exactly as found
+    path.write_bytes(b"this is not a database at all" * 200)
+    with pytest.raises(StoreError, match="not a Seelen memory"):
+        Store(path)
+
+
+def test_invalid_utf8_in_dotenv_is_a_config_error(tmp_path: Path) -> None:
+    from seelen.config import load_settings
+    from seelen.errors import ConfigError
+
+    dotenv = tmp_path / ".env"
+    dotenv.write_bytes(b"CHAT_MODEL=caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"\.env: not UTF-8 text \(byte 15\)"):
+        load_settings(environ={}, dotenv_path=dotenv)
+
+
+def test_invalid_utf8_in_an_argument_is_one_clear_line(data_dir: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "seelen", "ask", os.fsdecode(b"caf\xe9")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "seelen: argument 2 is not valid UTF-8 text; check the terminal's encoding, "
+        "or pipe the text on standard input"
+    ]
+
+
+async def test_deeply_nested_tool_arguments_never_break_a_turn(env: ModelServer) -> None:
+    from seelen.agent import Done, ToolFinished, ToolStarted, outcome_preview
+
+    nested = "[" * 100_000 + "]" * 100_000
+    assert outcome_preview(nested).startswith("[[[")
+    app = await open_app()
+    env.enqueue(Reply(tool_calls=[{"name": "current_time", "arguments": nested}]), "done")
+    events = [e async for e in app.bot.turn("what time is it?")]
+    assert any(isinstance(e, ToolStarted) for e in events)
+    finished = [e.outcome for e in events if isinstance(e, ToolFinished)]
+    assert finished and not finished[0].ok and "nested too deeply" in finished[0].content
+    assert [e.text for e in events if isinstance(e, Done)] == ["done"]
+    await app.aclose()
