@@ -373,6 +373,7 @@ async def _help(repl: Repl, arg: str) -> bool:
 @command("/reset", "/r", help="forget the current session's turns and start it afresh")
 async def _reset(repl: Repl, arg: str) -> bool:
     ids = await asyncio.to_thread(repl.app.sessions.reset)
+    await asyncio.to_thread(repl.app.forget, ids)  # their vectors go too
     repl._turns = 0
     repl.console.print(f"[yellow]Session cleared ({len(ids)} turns forgotten).[/yellow]")
     return True

@@ -216,14 +216,14 @@ class Store:
         return ids
 
     def clear_session(self, session_id: str) -> list[str]:
-        """Remove every turn and the rolling summary of a session; returns the text ids."""
+        """Remove every turn and the rolling summary of a session, and verbatim quotes of the
+        turns in summaries; returns the removed text ids (for the vector index)."""
         with self._tx() as db:
-            ids = [
-                r[0]
-                for r in db.execute(
-                    "SELECT text_id FROM conversation WHERE session_id = ?", (session_id,)
-                )
-            ]
+            rows = db.execute(
+                "SELECT text_id, text FROM conversation WHERE session_id = ?", (session_id,)
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            _scrub_quotes(db, [r[1] for r in rows])
             db.execute("DELETE FROM conversation WHERE session_id = ?", (session_id,))
             db.execute(
                 "UPDATE session SET current_conv_count = 0, rolling_summary = '', "
@@ -294,12 +294,15 @@ class Store:
             db.execute("UPDATE conversation SET text = ? WHERE text_id = ?", (text, text_id))
 
     def delete_texts(self, text_ids: Iterable[str]) -> int:
-        """Delete turns or summaries by text id; returns how many rows went."""
+        """Delete turns or summaries by text id, and verbatim quotes of the turns in summaries;
+        returns how many rows went."""
         ids = list(text_ids)
         if not ids:
             return 0
         marks = ",".join("?" * len(ids))
         with self._tx() as db:
+            quoted = db.execute(f"SELECT text FROM conversation WHERE text_id IN ({marks})", ids)
+            _scrub_quotes(db, [r[0] for r in quoted.fetchall()])
             n = db.execute(f"DELETE FROM conversation WHERE text_id IN ({marks})", ids).rowcount
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
         return n
@@ -496,6 +499,27 @@ class _Transaction:
             self._lock.release()
         if isinstance(exc, sqlite3.Error):
             raise StoreError(explain(exc, self._path)) from None
+
+
+# Shorter texts ("yes", "I'm fine") would match unrelated summaries by chance.
+MIN_QUOTE_CHARS = 24
+FORGOTTEN = "[forgotten]"
+
+
+def _scrub_quotes(db: sqlite3.Connection, texts: Iterable[str]) -> None:
+    """Replace verbatim copies of forgotten texts in summaries; changed summaries are queued
+    for re-embedding (their vector is replaced by text id). Paraphrases cannot be found."""
+    for text in {t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE_CHARS}:
+        db.execute(
+            "UPDATE summary SET summary = replace(summary, ?1, ?2), indexed = 0 "
+            "WHERE instr(summary, ?1) > 0",
+            (text, FORGOTTEN),
+        )
+        db.execute(
+            "UPDATE session SET rolling_summary = replace(rolling_summary, ?1, ?2) "
+            "WHERE instr(rolling_summary, ?1) > 0",
+            (text, FORGOTTEN),
+        )
 
 
 def _like_prefix(prefix: str) -> str:

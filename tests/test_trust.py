@@ -423,3 +423,59 @@ async def test_deeply_nested_tool_arguments_never_break_a_turn(env: ModelServer)
     assert finished and not finished[0].ok and "nested too deeply" in finished[0].content
     assert [e.text for e in events if isinstance(e, Done)] == ["done"]
     await app.aclose()
+
+
+# --- forgetting removes every copy -----------------------------------------------------------
+
+
+async def test_reset_returns_every_id_so_no_vector_outlives_the_words(env: ModelServer) -> None:
+    import io
+
+    from rich.console import Console
+
+    from seelen.repl import Repl
+
+    app = await open_app()
+    for text in ["my locker code is 4711", "my cat is called Miso", "I live near the harbour"]:
+        await say(app, text)
+    await wait_indexed(app)
+    sid = app.sessions.current.session_id
+    turn_ids = {t.text_id for t in app.store.turns(sid)}
+    assert turn_ids <= set(app.recall.index.text_ids("turns"))
+    # The lower layer names what the index must drop…
+    ids = app.sessions.reset()
+    assert set(ids) == turn_ids and app.store.turns(sid) == []
+    app.forget(ids)
+    assert not turn_ids & set(app.recall.index.text_ids("turns"))
+    # …and /reset in the chat uses it.
+    await say(app, "a new secret: the boat is Seestern")
+    await wait_indexed(app)
+    new_ids = {t.text_id for t in app.store.turns(sid)}
+    assert await Repl(app, Console(file=io.StringIO())).handle("/reset")
+    assert not new_ids & set(app.recall.index.text_ids("turns"))
+    assert app.recall.search("Seestern boat", None).turns == []
+    await app.aclose()
+
+
+async def test_forgetting_a_turn_removes_its_verbatim_quote_from_summaries(
+    env: ModelServer,
+) -> None:
+    from seelen.manage import forget_text
+
+    secret = "my bank PIN hint is the seagull on the pier"
+    env.responder = scripted(
+        {"summary": f"The user said: {secret}. They like the sea.", "profile": "x", "persona": "I."}
+    )
+    app = await open_app()
+    await say(app, secret)
+    sid = app.sessions.current.session_id
+    await app.sessions.archive()
+    await wait_indexed(app)
+    turn = next(t for t in app.store.turns(sid) if t.role == "user")
+    forget_text(app, turn.text_id)
+    summary = app.store.session_summary(sid)
+    assert secret not in summary.text
+    assert summary.text == "The user said: [forgotten]. They like the sea."
+    await wait_indexed(app)  # the summary's vector is rebuilt from the scrubbed text
+    assert app.store.search_summaries_text("seagull", 5) == []
+    await app.aclose()

@@ -130,7 +130,11 @@ class Sessions:
         return self.store.turns(session.session_id, after=session.folded_count)
 
     def reset(self) -> list[str]:
-        """Forget the current session's turns; returns their text ids (for the index)."""
+        """Forget the current session's turns (and verbatim quotes of them in summaries).
+
+        Returns the removed text ids: the caller must remove them from the vector index too
+        (`Indexer.forget`), or their vectors outlive the words.
+        """
         return self.store.clear_session(self.current.session_id)
 
     # --- rolling summary -----------------------------------------------------------------
