@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from seelen.agent import Done, TextDelta, TurnUsage
+from seelen.agent import Done, Failed, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
 
@@ -73,6 +73,8 @@ async def one_run(variant: str) -> dict[str, float]:
                         longest = max(longest, event.completion_tokens)
                     elif isinstance(event, Done):
                         reply = event.text
+                    elif isinstance(event, Failed):
+                        reply = f"(failed: {event.message})"
                 firsts.append(first if first is not None else time.perf_counter() - started)
                 looping += loops(reply)
                 facts += bool(expected and expected in reply.lower())

@@ -148,7 +148,13 @@ class ChatBot:
         for turn in reversed(self.sessions.live_turns()):
             if turn.role == "user":
                 return turn
-            if turn.role == "assistant" and not turn.meta.get("tool_calls"):
+            # A reply cut short (dropped stream, Ctrl-C) is kept, but it is not an answer.
+            meta = turn.meta
+            if (
+                turn.role == "assistant"
+                and not meta.get("tool_calls")
+                and not meta.get("interrupted")
+            ):
                 return None
         return None
 
@@ -330,6 +336,6 @@ def outcome_preview(text: str, limit: int = 80) -> str:
         parsed = json.loads(text)
         if isinstance(parsed, dict):
             line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         pass
     return line if len(line) <= limit else line[: limit - 1] + "…"

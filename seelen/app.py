@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 from seelen.agent import ChatBot
 from seelen.clock import Clock
 from seelen.config import Settings, prepare_profile_dir
-from seelen.errors import ConfigError
+from seelen.errors import ConfigError, SeelenError
 from seelen.llm import OpenAIChatModel
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Indexer, Recall
 from seelen.memory.sessions import Sessions
+from seelen.redact import redact
 from seelen.store import Store
 from seelen.tools.base import ToolRegistry
 
@@ -119,14 +119,17 @@ class App:
     async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
         """Open the session to talk in: True when last time's session was restored.
 
-        Leftover ephemeral sessions are deleted, and a half-done archive is finished first.
+        Leftover ephemeral sessions are deleted, and half-done archives are finished; one that
+        fails again is reported in one line and retried at the next start, never blocking.
         """
         self.forget(await asyncio.to_thread(self.sessions.drop_leftover_ephemeral))
         _, restored = await asyncio.to_thread(self.sessions.open)
-        if self.sessions.pending_archive():
-            progress("finishing the archive of the last session")
-            await self.sessions.archive(progress)
-            return False
+        for session in await asyncio.to_thread(self.sessions.pending_archives):
+            progress("finishing the archive of an earlier session")
+            try:
+                await self.sessions.finish_archive(session, progress)
+            except SeelenError as exc:
+                progress(f"archive not finished ({exc}); it is retried at the next start")
         return restored
 
     def forget(self, text_ids: list[str]) -> None:
@@ -333,17 +336,6 @@ def build_recall(
         conv_num=settings.recall_conv_num,
     )
     return indexer, recall
-
-
-_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+)")
-
-
-def redact(text: str, *secrets: str) -> str:
-    """Hide API keys and bearer tokens before anything is written to a log."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return _SECRET.sub("[redacted]", text)
 
 
 def prompt_logger(directory: Path, *secrets: str) -> Callable[[list[dict[str, Any]]], None]:

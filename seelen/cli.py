@@ -471,6 +471,18 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
         raise typer.Exit(1)
 
 
+def refuse_undecodable_arguments(args: list[str]) -> None:
+    """Bytes that are not UTF-8 cannot be stored as the user meant them: say so up front."""
+    for number, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SeelenError(
+                f"argument {number} is not valid UTF-8 text; check the terminal's encoding, "
+                "or pipe the text on standard input"
+            ) from None
+
+
 def main() -> None:
     """Console-script entry point: one clear line per error, never a traceback."""
     # Piped bytes that are not valid UTF-8 become U+FFFD instead of ending the program.
@@ -478,6 +490,7 @@ def main() -> None:
         sys.stdin.reconfigure(errors="replace")
 
     try:
+        refuse_undecodable_arguments(sys.argv[1:])
         code = app(standalone_mode=False)
     except SeelenError as exc:
         print(f"seelen: {exc}", file=sys.stderr)
@@ -491,6 +504,10 @@ def main() -> None:
             raise
         show()
         sys.exit(getattr(exc, "exit_code", 2))
+    except OSError as exc:  # the disk: full, read-only, gone
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"seelen: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(1)
     except Exception as exc:  # the last line of defence: one line, details on request
         import os
 

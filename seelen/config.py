@@ -193,7 +193,11 @@ def load_settings(
     path = Path.cwd() / ".env" if dotenv_path is None else dotenv_path
     raw: dict[str, Any] = {}
     if path.is_file():
-        raw.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+        try:
+            values_in_file = dotenv_values(path)
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
+        raw.update({k: v for k, v in values_in_file.items() if v is not None})
     raw.update(environ)
     raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
 
@@ -222,9 +226,11 @@ def load_settings(
 
 def prepare_profile_dir(settings: Settings) -> Path:
     """Create the profile's data dir if needed and prove it is writable."""
+    from seelen.privacy import make_private
+
     path = settings.profile_dir
     try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private(path)  # folders 0700, files 0600, whatever the umask
         # A probe of its own: processes starting together must not remove each other's.
         fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=path)
         os.close(fd)

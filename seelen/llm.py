@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seelen.errors import ModelError
+from seelen.redact import redact
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,15 @@ class OpenAIChatModel:
                     for tc in delta.tool_calls or ():
                         _merge_tool_delta(calls, tc)
         except Exception as exc:
-            raise ModelError(_describe(exc, self.base_url)) from exc
+            if parts or calls:  # it was answering: the answer is cut, not unreachable
+                raise ModelError(f"{_where(self.base_url)} broke off mid-answer") from exc
+            raise ModelError(_describe(exc, self.base_url, self._api_key)) from exc
         finally:
             await response.close()
+        if finish is None:
+            # Every complete answer ends with a finish_reason; without one the stream was cut
+            # (or the body was no stream at all), so nothing here may pass for a whole reply.
+            raise ModelError(_unfinished(self.base_url, bool(parts or calls)))
         tool_calls = [
             ModelToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
             for i, c in sorted(calls.items())
@@ -162,7 +169,10 @@ class OpenAIChatModel:
         if max_tokens:
             kwargs["max_tokens"] = min(max_tokens, kwargs.get("max_tokens") or max_tokens)
         response = await self._with_retries(kwargs)
-        return (response.choices[0].message.content or "").strip()
+        choices = getattr(response, "choices", None)
+        if not choices:  # a 200 whose body was not a chat completion (a proxy's error page)
+            raise ModelError(_unfinished(self.base_url, False))
+        return (choices[0].message.content or "").strip()
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         kwargs.update(self.options)
@@ -186,11 +196,11 @@ class OpenAIChatModel:
             except retryable as exc:
                 if attempt == self._max_retries:
                     tries = f" after {attempt + 1} tries" if attempt else ""
-                    raise ModelError(_describe(exc, self.base_url) + tries) from exc
+                    raise ModelError(_describe(exc, self.base_url, self._api_key) + tries) from exc
                 delay = self._retry_base * 2**attempt
                 await asyncio.sleep(delay * (0.75 + random.random() / 2))
             except openai.APIError as exc:
-                raise ModelError(_describe(exc, self.base_url)) from exc
+                raise ModelError(_describe(exc, self.base_url, self._api_key)) from exc
         raise AssertionError("unreachable")
 
 
@@ -206,8 +216,23 @@ def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: Any) -> None:
             slot["arguments"] += tc.function.arguments
 
 
-def _describe(exc: Exception, base_url: str) -> str:
-    """One line for the user; never includes the API key."""
+def _where(base_url: str) -> str:
+    return f"the model at {base_url or 'the OpenAI API'}"
+
+
+def _unfinished(base_url: str, started: bool) -> str:
+    """One line for an answer that never said it was complete."""
+    if started:
+        return f"{_where(base_url)} stopped before finishing its answer"
+    return f"{_where(base_url)} answered with no completion (is it OpenAI-compatible?)"
+
+
+def _describe(exc: Exception, base_url: str, api_key: str = "") -> str:
+    """One line for the user; never includes the API key, even when the endpoint echoes it."""
+    return redact(_explain(exc, base_url), api_key)
+
+
+def _explain(exc: Exception, base_url: str) -> str:
     import openai
 
     where = base_url or "the OpenAI API"

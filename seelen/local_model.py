@@ -87,7 +87,7 @@ LOCAL_SAMPLING: dict[str, Any] = {
         "dry_multiplier": 0.8,
         "dry_base": 1.75,
         "dry_allowed_length": 2,
-        "dry_penalty_last_n": -1,
+        "dry_penalty_last_n": 512,
     },
 }
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 QUOTE_OPEN, QUOTE_CLOSE = "<memory-quote>", "</memory-quote>"
-_QUOTE = re.compile(re.escape(QUOTE_OPEN) + r".*?" + re.escape(QUOTE_CLOSE), re.DOTALL)
+# Only the tags themselves: the quoted words are part of what the assistant said.
+_QUOTE_TAG = re.compile(re.escape(QUOTE_OPEN) + "|" + re.escape(QUOTE_CLOSE))
 
 RULES = f"""You are Seelen, a companion with a long-term memory of this user.
 - Below are your persona, your picture of the user, and memories recalled from earlier
@@ -29,8 +30,8 @@ class DatedText:
 
 
 def strip_quotes(text: str) -> str:
-    """Remove recalled-memory quotations, so archived turns do not echo old memories."""
-    return re.sub(r"[ \t]{2,}", " ", _QUOTE.sub("", text)).strip()
+    """Remove the `<memory-quote>` tags, keeping every word between and around them."""
+    return _QUOTE_TAG.sub("", text)
 
 
 def system_prompt(

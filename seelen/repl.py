@@ -331,6 +331,8 @@ class Repl:
         note = " (resumed)" if result.resumed else ""
         self.console.print(f"[green]Session archived{note}.[/green] A new session begins.")
         for change in result.changes:
+            if change.note:
+                self.console.print(f"[yellow]{shown(change.note)}[/yellow]")
             if change.changed:
                 self.console.print(f"[bold]{change.name}[/bold] changed:")
                 for line in change.diff(12):
@@ -392,6 +394,7 @@ async def _help(repl: Repl, arg: str) -> bool:
 @command("/reset", "/r", help="forget the current session's turns and start it afresh")
 async def _reset(repl: Repl, arg: str) -> bool:
     ids = await asyncio.to_thread(repl.app.sessions.reset)
+    await asyncio.to_thread(repl.app.forget, ids)  # their vectors go too
     repl._turns = 0
     repl.console.print(f"[yellow]Session cleared ({len(ids)} turns forgotten).[/yellow]")
     return True

@@ -19,6 +19,7 @@ from typing import Any
 
 from seelen.errors import StoreError
 from seelen.schema import MIGRATIONS, fts_query, phrase
+from seelen.sqlite_faults import explain, refuse_empty_file
 
 ACTIVE, ARCHIVED = "active", "archived"
 # An `ask --ephemeral` session: never restored, deleted when its one exchange is done.
@@ -75,6 +76,7 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
+        refuse_empty_file(self.path)
         try:
             self._db = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=10
@@ -84,8 +86,8 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        except sqlite3.Error as exc:
+            raise StoreError(explain(exc, self.path)) from None
 
     # --- plumbing ------------------------------------------------------------------------
 
@@ -118,11 +120,14 @@ class Store:
         return [r[0] for r in self._query("SELECT name FROM migrations ORDER BY rowid")]
 
     def _tx(self) -> _Transaction:
-        return _Transaction(self._db, self._lock)
+        return _Transaction(self._db, self._lock, self.path)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(explain(exc, self.path)) from None
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -144,12 +149,22 @@ class Store:
         return [_session(r) for r in rows]
 
     def active_session(self) -> Session | None:
-        """The newest session that is not archived yet, if any."""
+        """The newest active session whose archive has not begun, if any."""
         rows = self._query(
-            "SELECT * FROM session WHERE status = ? ORDER BY start_timestamp DESC LIMIT 1",
+            "SELECT * FROM session WHERE status = ? AND NOT EXISTS (SELECT 1 FROM archive_step "
+            "a WHERE a.session_id = session.session_id) ORDER BY start_timestamp DESC LIMIT 1",
             (ACTIVE,),
         )
         return _session(rows[0]) if rows else None
+
+    def pending_archives(self) -> list[Session]:
+        """Active sessions whose archive began but did not finish, oldest first."""
+        rows = self._query(
+            "SELECT * FROM session WHERE status = ? AND EXISTS (SELECT 1 FROM archive_step a "
+            "WHERE a.session_id = session.session_id) ORDER BY start_timestamp",
+            (ACTIVE,),
+        )
+        return [_session(r) for r in rows]
 
     def get_session(self, session_id: str) -> Session | None:
         """One session by id, or None."""
@@ -205,14 +220,14 @@ class Store:
         return ids
 
     def clear_session(self, session_id: str) -> list[str]:
-        """Remove every turn and the rolling summary of a session; returns the text ids."""
+        """Remove every turn and the rolling summary of a session, and verbatim quotes of the
+        turns in summaries; returns the removed text ids (for the vector index)."""
         with self._tx() as db:
-            ids = [
-                r[0]
-                for r in db.execute(
-                    "SELECT text_id FROM conversation WHERE session_id = ?", (session_id,)
-                )
-            ]
+            rows = db.execute(
+                "SELECT text_id, text FROM conversation WHERE session_id = ?", (session_id,)
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            _scrub_quotes(db, [r[1] for r in rows])
             db.execute("DELETE FROM conversation WHERE session_id = ?", (session_id,))
             db.execute(
                 "UPDATE session SET current_conv_count = 0, rolling_summary = '', "
@@ -285,12 +300,15 @@ class Store:
             db.execute("UPDATE conversation SET text = ? WHERE text_id = ?", (text, text_id))
 
     def delete_texts(self, text_ids: Iterable[str]) -> int:
-        """Delete turns or summaries by text id; returns how many rows went."""
+        """Delete turns or summaries by text id, and verbatim quotes of the turns in summaries;
+        returns how many rows went."""
         ids = list(text_ids)
         if not ids:
             return 0
         marks = ",".join("?" * len(ids))
         with self._tx() as db:
+            quoted = db.execute(f"SELECT text FROM conversation WHERE text_id IN ({marks})", ids)
+            _scrub_quotes(db, [r[0] for r in quoted.fetchall()])
             n = db.execute(f"DELETE FROM conversation WHERE text_id IN ({marks})", ids).rowcount
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
         return n
@@ -456,25 +474,58 @@ class Store:
 
 
 class _Transaction:
-    """BEGIN IMMEDIATE … COMMIT under the store's lock; ROLLBACK on any error."""
+    """BEGIN IMMEDIATE … COMMIT under the store's lock; ROLLBACK on any error.
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._db, self._lock = db, lock
+    SQLite's own errors leave as a `StoreError` with one clear line (disk full, read-only…).
+    """
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock, path: Path) -> None:
+        self._db, self._lock, self._path = db, lock, path
 
     def __enter__(self) -> sqlite3.Connection:
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE")
-        except BaseException:
+        except BaseException as exc:
             self._lock.release()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(explain(exc, self._path)) from None
             raise
         return self._db
 
-    def __exit__(self, exc_type: object, *_: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, _tb: object) -> None:
         try:
-            self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if exc_type is None:
+                self._db.execute("COMMIT")
+            elif self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            exc = exc or error
         finally:
             self._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(explain(exc, self._path)) from None
+
+
+# Shorter texts ("yes", "I'm fine") would match unrelated summaries by chance.
+MIN_QUOTE_CHARS = 24
+FORGOTTEN = "[forgotten]"
+
+
+def _scrub_quotes(db: sqlite3.Connection, texts: Iterable[str]) -> None:
+    """Replace verbatim copies of forgotten texts in summaries; changed summaries are queued
+    for re-embedding (their vector is replaced by text id). Paraphrases cannot be found."""
+    for text in {t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE_CHARS}:
+        db.execute(
+            "UPDATE summary SET summary = replace(summary, ?1, ?2), indexed = 0 "
+            "WHERE instr(summary, ?1) > 0",
+            (text, FORGOTTEN),
+        )
+        db.execute(
+            "UPDATE session SET rolling_summary = replace(rolling_summary, ?1, ?2) "
+            "WHERE instr(rolling_summary, ?1) > 0",
+            (text, FORGOTTEN),
+        )
 
 
 def _like_prefix(prefix: str) -> str:

@@ -68,6 +68,14 @@ class Reply:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # A reasoning model's thoughts, sent as `reasoning_content` (DeepSeek-R1's field).
+    reasoning: str = ""
+    # Faults of a stream after ``cut_after`` text pieces: "silent" ends the body cleanly with
+    # no finish_reason and no [DONE]; "drop" closes the connection mid-body.
+    cut_after: int | None = None
+    cut: str = "silent"
+    # A 200 answer whose body is this raw text (not JSON, not SSE), e.g. a proxy's error page.
+    raw_body: str | None = None
 
 
 def _count_words(value: Any) -> int:
@@ -322,6 +330,15 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             if reply.status != 200:
                 self._send_error(reply.status, reply.text or None)
                 return
+            if reply.raw_body is not None:
+                data = reply.raw_body.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+                return
             n = server._next_id()
             model = str(body.get("model") or MODEL_ID)
             calls = [
@@ -371,6 +388,8 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             }
             if calls:
                 message["tool_calls"] = calls
+            if reply.reasoning:
+                message["reasoning_content"] = reply.reasoning
             self._send_json(
                 200,
                 {
@@ -418,6 +437,9 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             events: list[dict | str] = [
                 chunk({"role": "assistant", "content": "" if reply.text or not calls else None})
             ]
+            events += [
+                chunk({"reasoning_content": piece}) for piece in _split_text(reply.reasoning)
+            ]
             events += [chunk({"content": piece}) for piece in _split_text(reply.text)]
             for index, call in enumerate(calls):
                 fn = call["function"]
@@ -438,6 +460,8 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}
                 )
             events.append("[DONE]")
+            if reply.cut_after is not None:  # the role chunk, then cut_after text pieces
+                events = events[: 1 + reply.cut_after]
 
             for i, event in enumerate(events):
                 if i and not server._sleep(reply.chunk_delay):
@@ -445,6 +469,10 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                     return
                 data = event if isinstance(event, str) else json.dumps(event)
                 self._write_chunk(f"data: {data}\n\n".encode())
+            if reply.cut_after is not None and reply.cut == "drop":
+                self.close_connection = True
+                self.connection.shutdown(2)  # mid-body: no terminating chunk
+                return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 

@@ -46,6 +46,33 @@ def clip(text: str, tokens: int) -> str:
     return text[:lo].rstrip() + " …"
 
 
+def _fitting_length(text: str, tokens: int, *, from_end: bool = False) -> int:
+    """How many characters of `text` (from its start, or its end) fit in `tokens`."""
+    lo, hi = 0, len(text)
+    while lo < hi:  # binary search on length: the estimate is monotonic
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[len(text) - mid :] if from_end else text[:mid]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def clip_middle(text: str, tokens: int) -> str:
+    """Cut `text` to about `tokens` tokens by leaving out its middle, saying how much went.
+
+    A pasted document usually ends with the question about it, so both ends are kept.
+    """
+    if estimate_tokens(text) <= tokens:
+        return text
+    half = max(tokens // 2 - 16, 1)  # 16 tokens for the note itself
+    head = _fitting_length(text, half)
+    tail = _fitting_length(text[head:], half, from_end=True)
+    left_out = len(text) - head - tail
+    note = f"\n[… {left_out:,} characters left out of this prompt to fit the context …]\n"
+    return text[:head] + note + text[len(text) - tail :]
+
+
 def _fit_items(items: Sequence[DatedText], tokens: int) -> list[DatedText]:
     """Keep items in their rank order while they fit the budget."""
     kept, used = [], 0
@@ -89,11 +116,20 @@ def live_messages(turns: Sequence[Turn], budget: int) -> list[dict[str, Any]]:
     """The newest turns that fit, as chat messages; the newest one is always kept."""
     picked: list[dict[str, Any]] = []
     used = 0
+    turns = list(turns)
+    # A cut-off reply at the very end is being answered again (/retry): the model must not
+    # take it for its own finished answer.
+    while turns and turns[-1].role == "assistant" and turns[-1].meta.get("interrupted"):
+        turns.pop()
     for turn in reversed(turns):
         message = turn_message(turn)
         cost = estimate_tokens(json.dumps(message, ensure_ascii=False)) + 4
         if picked and used + cost > budget:
             break
+        if cost > budget and isinstance(message.get("content"), str):
+            # Only the prompt is clipped: the stored turn keeps every character.
+            message["content"] = clip_middle(message["content"], max(budget - 64, 64))
+            cost = budget
         picked.append(message)
         used += cost
     picked.reverse()

@@ -26,6 +26,7 @@ class Change:
     name: str
     before: str
     after: str
+    note: str | None = None  # why the file was left as it was (refused answer, too big)
 
     @property
     def changed(self) -> bool:
@@ -66,9 +67,12 @@ class PersonaFiles:
         return self.dir / name
 
     def read(self, name: str) -> str:
-        """The file's text ('' when it does not exist)."""
+        """The file's text ('' when it does not exist).
+
+        Bytes that are not UTF-8 read as U+FFFD, so a damaged file never stops a command; the
+        tool model is never sent such a file (see `vetting.oversized_input`)."""
         path = self.dir / name
-        return path.read_text("utf-8") if path.exists() else ""
+        return path.read_bytes().decode("utf-8", "replace") if path.exists() else ""
 
     @property
     def persona(self) -> str:

@@ -274,6 +274,9 @@ class Indexer:
         self.batch = batch
         self._wake = threading.Event()
         self._stop = threading.Event()
+        # A batch read before a text was deleted must not add its vector after `forget` ran:
+        # batches and forgetting take turns.
+        self._batch_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.error: str | None = None
 
@@ -303,6 +306,10 @@ class Indexer:
         return done
 
     def _index_batch(self) -> int:
+        with self._batch_lock:
+            return self._index_batch_locked()
+
+    def _index_batch_locked(self) -> int:
         from seelen.vectors import VectorRow
 
         turns, summaries = self.store.unindexed(self.batch)
@@ -348,10 +355,11 @@ class Indexer:
             self._thread = None
 
     def forget(self, text_ids: Sequence[str]) -> None:
-        """Remove deleted texts' vectors."""
+        """Remove deleted texts' vectors (after the batch being indexed, if any)."""
         if text_ids:
-            for kind in ("turns", "summaries"):
-                self.index.delete(kind, text_ids=list(text_ids))
+            with self._batch_lock:
+                for kind in ("turns", "summaries"):
+                    self.index.delete(kind, text_ids=list(text_ids))
 
 
 def _start(item: Turn | Summary) -> int:

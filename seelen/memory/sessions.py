@@ -14,10 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seelen.clock import Clock
-from seelen.errors import ModelError
+from seelen.errors import ModelError, SeelenError
 from seelen.llm import ChatModel
 from seelen.memory.context import clip, estimate_tokens
 from seelen.memory.persona import PERSONA, PROFILE, Change, PersonaFiles
+from seelen.memory.vetting import oversized_input, vet
 from seelen.prompts import (
     fold_messages,
     persona_update_messages,
@@ -33,16 +34,19 @@ PROFILE_WORDS, PERSONA_WORDS = 400, 300
 SUMMARY_TOKENS, FILE_TOKENS = 600, 800
 # A hard cap on what a model may write into a permanent file, whatever it was told.
 MAX_FILE_CHARS = 6000
+# Tokens of one turn in a summary request: a session's 20 live turns (MAX_CONV_NUM's default)
+# then stay near 20k tokens, inside the 32k context of today's smaller endpoints.
+TURN_TOKENS = 1000
 
 Progress = Callable[[str], None]
 
 
-def plausible_rewrite(text: str) -> bool:
-    """False for answers a weak model produces when it loops: mostly repeated lines."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines:
-        return False
-    return len(set(lines)) / len(lines) >= 0.7 or len(lines) < 4
+class RefusedAnswer(ModelError):
+    """The tool model answered, but with nothing usable (empty, looping)."""
+
+
+def _said(reason: str) -> str:
+    return "was empty" if reason == "empty" else reason
 
 
 @dataclass
@@ -83,17 +87,22 @@ class Sessions:
     # --- the current session -------------------------------------------------------------
 
     def open(self) -> tuple[Session, bool]:
-        """The active session from last time (restored=True), or a new one."""
+        """The active session from last time (restored=True), or a new one.
+
+        A half-archived session is never talked in again: it waits in `pending_archives`.
+        """
         session = self.store.active_session()
-        if session is not None and not self.store.archive_steps(session.session_id):
+        if session is not None:
             self._current = session
             return session, True
-        self._current = self.store.create_session() if session is None else session
+        self._current = self.store.create_session()
         return self._current, False
 
     def peek(self) -> Session:
         """Look at the active session without creating one (for answers that write nothing)."""
-        self._current = self.store.active_session() or Session(new_id(), now_ms(), None, ACTIVE, 0)
+        self._current = self.store.active_session() or Session(
+            new_id(), now_ms(), None, ACTIVE, 0
+        )
         return self._current
 
     def drop_leftover_ephemeral(self) -> list[str]:
@@ -110,9 +119,9 @@ class Sessions:
             raise RuntimeError("Sessions.open() was not called")
         return self._current
 
-    def pending_archive(self) -> bool:
-        """True when the current session is half-archived and must be finished first."""
-        return bool(self._current and self.store.archive_steps(self._current.session_id))
+    def pending_archives(self) -> list[Session]:
+        """Sessions whose archive was started but not finished (oldest first)."""
+        return self.store.pending_archives()
 
     def add_turn(self, role: str, text: str, meta: dict[str, Any] | None = None) -> Turn:
         """Save one turn in the current session (committed before this returns)."""
@@ -128,7 +137,11 @@ class Sessions:
         )
 
     def reset(self) -> list[str]:
-        """Forget the current session's turns; returns their text ids (for the index)."""
+        """Forget the current session's turns (and verbatim quotes of them in summaries).
+
+        Returns the removed text ids: the caller must remove them from the vector index too
+        (`Indexer.forget`), or their vectors outlive the words.
+        """
         ids = self.store.clear_session(self.current.session_id)
         self._current = replace(
             self.current, conv_count=0, rolling_summary="", folded_count=0, folded_upto_seq=0
@@ -147,13 +160,9 @@ class Sessions:
         while cut < len(live) - 1 and live[cut].role == "tool":
             cut += 1  # never separate a tool call from its results
         lines = self._lines(live[:cut])
-        summary = await self.tool_model.complete(
-            fold_messages(session.rolling_summary, lines),
-            model=self.tool_model_name,
-            max_tokens=SUMMARY_TOKENS,
+        summary = await self._complete(
+            fold_messages(session.rolling_summary, lines), SUMMARY_TOKENS, "summary"
         )
-        if not summary:
-            raise ModelError("the tool model returned an empty summary")
         folded, upto = session.folded_count + cut, live[cut - 1].seq
         await asyncio.to_thread(
             self.store.set_rolling_summary, session.session_id, summary, folded, upto
@@ -164,10 +173,13 @@ class Sessions:
         return True
 
     def _lines(self, turns: Sequence[Turn]) -> list[tuple[str, str, str]]:
-        """The spoken turns as transcript lines, within the tool model's input budget:
-        each line at most a quarter of it, and the oldest dropped first (the rolling
-        summary already covers what came before)."""
-        per_line = max(self.input_tokens // 4, 64)
+        """The spoken turns as transcript lines within the tool model's input budget.
+
+        Each turn is clipped for the tool model (never in the store), so a pasted megabyte
+        cannot make the request too big to send; past the budget the oldest lines go first
+        (a rolling summary already covers what came before them).
+        """
+        per_line = max(min(TURN_TOKENS, self.input_tokens // 4), 64)
         lines = [
             (self.clock.fmt(t.ts_ms), t.role, clip(t.text, per_line))
             for t in turns
@@ -181,11 +193,26 @@ class Sessions:
     # --- archive -------------------------------------------------------------------------
 
     async def archive(self, progress: Progress = lambda _: None) -> ArchiveResult:
-        """Archive the current session (resuming an interrupted archive) and start a new one."""
+        """Archive the current session and start a new one.
+
+        The new session begins even when a step fails: the old one is then finished by
+        `finish_archive` at the next start, so a failing model never blocks the conversation.
+        """
         session = self.current
+        await asyncio.to_thread(self.store.record_archive_step, session.session_id, "started")
+        self._current = await asyncio.to_thread(self.store.create_session)
+        try:
+            return await self.finish_archive(session, progress)
+        except SeelenError as exc:
+            raise type(exc)(f"{exc}; the session is kept and archived at the next start") from exc
+
+    async def finish_archive(
+        self, session: Session, progress: Progress = lambda _: None
+    ) -> ArchiveResult:
+        """Run (or resume) the archive steps of one session; done steps are not redone."""
         sid = session.session_id
         steps = await asyncio.to_thread(self.store.archive_steps, sid)
-        result = ArchiveResult(sid, resumed=bool(steps))
+        result = ArchiveResult(sid, resumed=bool(set(steps) - {"started"}))
         turns = await asyncio.to_thread(self.store.turns, sid)
         if any(t.role in ("user", "assistant") for t in turns):
             if self.tool_model is None:
@@ -193,7 +220,6 @@ class Sessions:
             await self._archive_memory(session, turns, steps, result, progress)
         await asyncio.to_thread(self.store.record_archive_step, sid, "archived")
         await asyncio.to_thread(self.store.mark_archived, sid)
-        self._current = await asyncio.to_thread(self.store.create_session)
         return result
 
     async def _archive_memory(
@@ -213,6 +239,7 @@ class Sessions:
             result.summary = await self._complete(
                 session_summary_messages(session.rolling_summary, self._lines(live)),
                 SUMMARY_TOKENS,
+                "session summary",
             )
             start, end = turns[0].ts_ms, turns[-1].ts_ms
             await asyncio.to_thread(self.store.add_summary, sid, result.summary, start, end)
@@ -231,30 +258,37 @@ class Sessions:
 
     async def _update_file(self, sid: str, name: str, summary: str) -> Change:
         current = self.files.read(name)
-        if name == PROFILE:
-            messages = profile_update_messages(current, summary, PROFILE_WORDS)
-        else:
-            messages = persona_update_messages(current, summary, PERSONA_WORDS)
-        text = (await self._complete(messages, FILE_TOKENS))[:MAX_FILE_CHARS]
-        if not plausible_rewrite(text):
-            text = current  # a degenerate answer (loops, echoes) must not replace the file
+        text, note = current, oversized_input(name, current)
+        if note is None:
+            if name == PROFILE:
+                messages = profile_update_messages(current, summary, PROFILE_WORDS)
+            else:
+                messages = persona_update_messages(current, summary, PERSONA_WORDS)
+            try:
+                text = (await self._complete(messages, FILE_TOKENS, name))[:MAX_FILE_CHARS]
+            except RefusedAnswer as exc:  # the previous good version stays
+                text, note = current, f"{exc}; {name} was kept as it was"
         change = await asyncio.to_thread(self.files.write, name, text)
-        payload = json.dumps({"changed": change.changed})
+        payload = json.dumps({"changed": change.changed, "note": note})
         await asyncio.to_thread(self.store.record_archive_step, sid, name, payload)
-        return change
+        return change if note is None else Change(name, current, current, note)
 
-    async def _complete(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+    async def _complete(self, messages: list[dict[str, str]], max_tokens: int, what: str) -> str:
+        """The tool model's answer with its reasoning removed; RefusedAnswer if unusable."""
         assert self.tool_model is not None
-        text = await self.tool_model.complete(
+        raw = await self.tool_model.complete(
             messages, model=self.tool_model_name, max_tokens=max_tokens
         )
-        if not text.strip():
-            raise ModelError("the tool model returned an empty answer")
-        return text.strip()
+        text, reason = vet(raw)
+        if reason is not None:
+            raise RefusedAnswer(f"the tool model's {what} was refused: it {_said(reason)}")
+        return text
 
     def _strip_quotes(self, turns: Sequence[Turn]) -> None:
         changed = []
         for turn in turns:
+            if turn.role != "assistant":  # the user's own words are never rewritten
+                continue
             cleaned = strip_quotes(turn.text)
             if cleaned != turn.text:
                 self.store.update_turn_text(turn.text_id, cleaned)

@@ -230,6 +230,8 @@ def parse_arguments(raw: str) -> dict[str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ToolError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ToolError("arguments are nested too deeply to read") from None
     if not isinstance(value, dict):
         raise ToolError(f"arguments must be a JSON object, got {type(value).__name__}")
     return value

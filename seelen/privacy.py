@@ -1,0 +1,36 @@
+"""Private files: a profile's folders are 0700 and its files 0600, whatever the umask.
+
+Seelen's memory is personal. Rather than chmod each file after the fact (SQLite's -wal and
+-shm files, LanceDB's fragments and logs are created by libraries), the process umask is
+narrowed before the profile is opened, and whatever an earlier version left open is fixed.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+PRIVATE_UMASK = 0o077
+DIR_MODE, FILE_MODE = 0o700, 0o600
+
+
+def make_private(profile_dir: Path) -> None:
+    """Narrow the umask for this process and close up the profile folder and its contents."""
+    os.umask(PRIVATE_UMASK)
+    profile_dir.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    _fix(profile_dir, DIR_MODE)
+    for root, dirs, files in os.walk(profile_dir):  # never follows symlinks
+        for name in dirs:
+            _fix(Path(root) / name, DIR_MODE)
+        for name in files:
+            _fix(Path(root) / name, FILE_MODE)
+
+
+def _fix(path: Path, mode: int) -> None:
+    try:
+        info = path.lstat()
+        if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077:
+            path.chmod(stat.S_IMODE(info.st_mode) & ~0o077 | (mode & 0o700))
+    except OSError:  # a file that went away or is not ours: nothing to protect here
+        pass
