@@ -137,15 +137,17 @@ def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
 def stop_owner(settings: Settings) -> bool:
     """Ask a background owner to finish and wait until it is gone; True if one stopped."""
     path = wire.socket_path(settings)
+    status = request(path, {"op": "status"})
     answer = request(path, {"op": "stop"})
-    if not answer or answer[-1].get("type") != "stopping":
+    if not status or not answer or answer[-1].get("type") != "stopping":
         return False
+    pid = int(status[-1]["pid"])
     deadline = time.monotonic() + STOP_SECONDS
-    while time.monotonic() < deadline:
-        sock = _connect(path)
-        if sock is None:
+    while time.monotonic() < deadline:  # gone means the profile's lock is free again
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
             return True
-        sock.close()
         time.sleep(POLL_SECONDS)
     return True
 

@@ -7,7 +7,9 @@ a caller was told is saved. One connection is shared between threads behind a lo
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -76,18 +78,38 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.RLock()
-        refuse_empty_file(self.path)
         try:
-            self._db = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=10
-            )
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
+            if not self.path.exists():
+                self._create()
+            refuse_empty_file(self.path)
+            self._db = self._connect(self.path)
             self._migrate()
         except sqlite3.Error as exc:
             raise StoreError(explain(exc, self.path)) from None
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        return db
+
+    def _create(self) -> None:
+        """A new memory file appears complete or not at all: built under a private name and
+        linked into place, so no process ever sees it empty (an empty one is damage)."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
+        try:
+            self._db = self._connect(tmp)
+            self._migrate()
+            self._db.close()
+            os.chmod(tmp, 0o600)
+            with contextlib.suppress(FileExistsError):  # another process was first: use it
+                os.link(tmp, self.path)
+        finally:
+            for leftover in (tmp, *tmp.parent.glob(tmp.name + "-*")):
+                leftover.unlink(missing_ok=True)
 
     # --- plumbing ------------------------------------------------------------------------
 
