@@ -6,14 +6,23 @@ no traceback reaches the user.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
 import typer
 
-from seelen.config import Settings, load_settings
+from seelen.cli_common import (
+    _ROOT_FLAGS,
+    DataOpt,
+    ModelOpt,
+    ProfileOpt,
+    run,
+    settings_from,
+    stderr_console,
+)
+from seelen.cli_memory import register as register_memory_commands
+from seelen.config import Settings
 from seelen.errors import SeelenError
 
 app = typer.Typer(
@@ -25,39 +34,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     add_completion=False,
 )
-
-ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="chat model (CHAT_MODEL)")]
-DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
-
-
-# Flags given before the command (`seelen -p work ask …`), set by the root callback.
-_ROOT_FLAGS: dict[str, str | None] = {}
-
-
-def settings_from(
-    profile: str | None = None, model: str | None = None, data_dir: str | None = None
-) -> Settings:
-    """Settings with command-line flags (after or before the command) on top of the
-    environment and .env."""
-    return load_settings(
-        {
-            "SEELEN_PROFILE": profile or _ROOT_FLAGS.get("profile"),
-            "CHAT_MODEL": model or _ROOT_FLAGS.get("model"),
-            "SEELEN_DATA_DIR": data_dir or _ROOT_FLAGS.get("data_dir"),
-        }
-    )
-
-
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run one coroutine on a fresh event loop."""
-    return asyncio.run(coro)
-
-
-def stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
 
 
 async def _with_app(
@@ -181,234 +157,7 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     run(_with_app(settings, body, role="save"))
 
 
-memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
-sessions_app = typer.Typer(help="List and read past sessions.")
-persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
-profile_app = typer.Typer(help="What Seelen knows about you (user_profile.txt).")
-app.add_typer(memory_app, name="memory")
-app.add_typer(sessions_app, name="sessions")
-app.add_typer(persona_app, name="persona")
-app.add_typer(profile_app, name="profile")
-
-
-def _memory_command(
-    profile: str | None,
-    data_dir: str | None,
-    body: Callable[[Any, Any], Any],
-    *,
-    write: str | None = None,
-) -> Any:
-    """Run `body(app, console)` against the memory alone: no model is started.
-
-    `write` names the command when it changes memory: it then waits for the profile's
-    writer lock; readers take no lock and write nothing.
-    """
-    from rich.console import Console
-
-    from seelen.runtime import Runtime
-
-    settings = settings_from(profile, None, data_dir)
-    console = Console(highlight=False)
-    if write is None:
-        runtime = Runtime.open_reader(settings)
-    else:
-        runtime = run(
-            Runtime.open(
-                settings,
-                role=write,
-                on_line=lambda m: stderr_console().print(m, style="dim", markup=False),
-                with_model=False,
-                start_indexer=False,
-            )
-        )
-    try:
-        return body(runtime.app, console)
-    finally:
-        run(runtime.aclose())
-
-
-@memory_app.command("search")
-def memory_search(
-    query: Annotated[str, typer.Argument(help="what to look for")],
-    limit: Annotated[int, typer.Option(help="how many turns")] = 10,
-    mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
-    profile: ProfileOpt = None,
-    data_dir: DataOpt = None,
-) -> None:
-    """Ranked past summaries and turns for QUERY, with score, date and session."""
-    from seelen.manage import index_now, render_hits
-
-    if mode not in ("hybrid", "bm25", "vector"):
-        raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
-
-    def body(application: Any, console: Any) -> None:
-        from seelen.runtime import ProfileBusy, ProfileLock
-
-        lock = ProfileLock(application.settings.profile_dir, "memory search")
-        try:  # index the newest turns first, unless a writer (which indexes them) is busy
-            lock.acquire(wait=False)
-        except ProfileBusy:
-            pass
-        else:
-            try:
-                index_now(application)
-            finally:
-                lock.release()
-        result = application.recall.search(query, None, mode, conv_num=limit)
-        render_hits(console, application, result)
-
-    _memory_command(profile, data_dir, body)
-
-
-@memory_app.command("forget")
-def memory_forget(
-    text_id: Annotated[
-        str | None, typer.Argument(help="id (or prefix) of a turn or summary")
-    ] = None,
-    session: Annotated[str | None, typer.Option("--session", help="forget a whole session")] = None,
-    profile: ProfileOpt = None,
-    data_dir: DataOpt = None,
-) -> None:
-    """Delete a memory from SQLite and the vector index for good."""
-    from seelen.manage import forget_session, forget_text
-
-    if (text_id is None) == (session is None):
-        raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
-
-    def body(application: Any, console: Any) -> None:
-        if session is not None:
-            n = forget_session(application, session)
-            console.print(f"Forgot session {session} ({n} texts).", markup=False)
-        else:
-            forget_text(application, text_id or "")
-            console.print(f"Forgot {text_id}.", markup=False)
-
-    _memory_command(profile, data_dir, body, write="memory forget")
-
-
-@memory_app.command("reindex")
-def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """Embed every stored text again (after changing EMBEDDING_MODEL, or to repair)."""
-    from seelen.manage import reindex_all
-
-    def body(application: Any, console: Any) -> None:
-        n = reindex_all(application, console)
-        console.print(f"Re-indexed {n} texts.")
-
-    _memory_command(profile, data_dir, body, write="memory reindex")
-
-
-@sessions_app.command("list")
-def sessions_list(
-    limit: Annotated[int, typer.Option(help="how many, newest first")] = 30,
-    profile: ProfileOpt = None,
-    data_dir: DataOpt = None,
-) -> None:
-    """The newest sessions with their status and summary."""
-    from seelen.manage import render_sessions
-
-    _memory_command(profile, data_dir, lambda a, c: render_sessions(c, a, limit))
-
-
-@sessions_app.command("show")
-def sessions_show(
-    session_id: Annotated[str, typer.Argument(help="session id or a unique prefix")],
-    profile: ProfileOpt = None,
-    data_dir: DataOpt = None,
-) -> None:
-    """Every turn of one session, with times and text ids."""
-    from seelen.manage import render_session, resolve_session
-
-    _memory_command(
-        profile, data_dir, lambda a, c: render_session(c, a, resolve_session(a, session_id))
-    )
-
-
-def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
-    @sub.command("show")
-    def show(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """Print the file."""
-        from seelen.render import visible
-
-        _memory_command(
-            profile,
-            data_dir,
-            lambda a, c: print(visible(a.files.read(filename).rstrip()) or f"({label} is empty)"),
-        )
-
-    @sub.command("edit")
-    def edit(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """Open it in $EDITOR; the previous version is kept in history/."""
-        from seelen.manage import edit_file
-
-        _memory_command(
-            profile, data_dir, lambda a, c: edit_file(a, filename, c), write=f"{label} edit"
-        )
-
-    @sub.command("history")
-    def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """List earlier versions, newest first (numbers for `restore`)."""
-
-        def body(a: Any, c: Any) -> None:
-            versions = list(reversed(a.files.versions(filename)))
-            if not versions:
-                print(f"no earlier versions of {label}")
-            for number, path in enumerate(versions, start=1):
-                saved = a.clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
-                first = path.read_text("utf-8").strip().splitlines()[:1]
-                print(f"{number:>3}  {saved}  {(first[0] if first else '')[:70]}")
-
-        _memory_command(profile, data_dir, body)
-
-    @sub.command("restore")
-    def restore(
-        number: Annotated[int, typer.Argument(help="version from `history`; 1 = newest")] = 1,
-        profile: ProfileOpt = None,
-        data_dir: DataOpt = None,
-    ) -> None:
-        """Bring back an earlier version (the current one is kept in history too)."""
-
-        def body(a: Any, c: Any) -> None:
-            versions = list(reversed(a.files.versions(filename)))
-            if not 1 <= number <= len(versions):
-                raise SeelenError(f"{label} has {len(versions)} earlier versions; see history")
-            a.files.write(filename, versions[number - 1].read_text("utf-8"))
-            print(f"restored {label} from version {number}")
-
-        _memory_command(profile, data_dir, body, write="restore")
-
-    @sub.command("path")
-    def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """Print where the file lives."""
-        _memory_command(profile, data_dir, lambda a, c: print(a.files.path(filename)))
-
-
-_file_commands(persona_app, "persona_memory.txt", "the persona")
-_file_commands(profile_app, "user_profile.txt", "the profile")
-
-
-@app.command("export")
-def export(
-    fmt: Annotated[str, typer.Option("--format", "-f", help="json or markdown")] = "json",
-    output: Annotated[str | None, typer.Option("--output", "-o", help="file to write")] = None,
-    profile: ProfileOpt = None,
-    data_dir: DataOpt = None,
-) -> None:
-    """Everything Seelen remembers: persona, profile, sessions, summaries and turns."""
-    from seelen.manage import write_export
-
-    if fmt not in ("json", "markdown"):
-        raise typer.BadParameter("use json or markdown", param_hint="--format")
-
-    def body(application: Any, console: Any) -> None:
-        text = write_export(application, fmt, output)
-        if text is not None:
-            sys.stdout.write(text + "\n")
-        else:
-            stderr_console().print(f"Exported to {output}.", markup=False)
-
-    _memory_command(profile, data_dir, body)
-
+register_memory_commands(app)
 
 server_app = typer.Typer(
     help="The warm background process that answers `seelen ask` for a profile.\n\n"

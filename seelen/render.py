@@ -9,8 +9,33 @@ markup string), so neither can take effect.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
 from rich.text import Text
+
+from seelen.agent import (
+    Done,
+    Event,
+    Failed,
+    Notice,
+    Recalled,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnUsage,
+    outcome_preview,
+)
+
+if TYPE_CHECKING:
+    from seelen.app import App
+    from seelen.memory.recall import RecallResult
+    from seelen.store import Session
 
 # C0 controls except tab and newline, DEL, and the C1 controls (U+0080-U+009F).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -48,3 +73,206 @@ def shown(text: str) -> str:
     from rich.markup import escape
 
     return escape(visible(text))
+
+
+# --- memory as tables and lists --------------------------------------------------------
+
+
+def progress_bar(console: Console) -> Progress:
+    """A progress bar for long work (re-indexing, importing)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def render_hits(console: Console, app: App, result: RecallResult) -> None:
+    """A ranked table of recalled summaries and turns with score, date and session."""
+    if not result.summaries and not result.turns:
+        console.print("[dim]Nothing found.[/dim]")
+        return
+    table = Table(show_lines=False, expand=True)
+    for col, style in (
+        ("#", "dim"),
+        ("score", ""),
+        ("when", ""),
+        ("session", "dim"),
+        ("id", "dim"),
+        ("text", ""),
+    ):
+        table.add_column(
+            col,
+            style=style or None,
+            overflow="fold",
+            ratio=6 if col == "text" else None,
+            no_wrap=col != "text",
+        )
+    for rank, item in enumerate([*result.summaries, *result.turns], start=1):
+        when = app.clock.fmt(item.start_ms)
+        label = "summary" if item.kind == "summary" else item.role
+        table.add_row(
+            str(rank),
+            f"{item.score:.4f}",
+            when,
+            item.session_id[:8],
+            item.text_id[:12],
+            f"[bold]{label}[/bold]: {shown(short(item.text))}",
+        )
+    console.print(table)
+    console.print(
+        f"[dim]{len(result.summaries)} summaries, {len(result.turns)} turns, "
+        f"{result.seconds * 1000:.0f} ms ({result.mode})[/dim]"
+    )
+
+
+def render_why(console: Console, app: App, result: RecallResult | None) -> None:
+    """What was recalled for the last reply, and which rankers put it there."""
+    if result is None:
+        console.print("[dim]Nothing was recalled yet in this chat.[/dim]")
+        return
+    console.print(
+        f"Recall for: [italic]{shown(short(result.query, 120))}[/italic] "
+        f"({result.seconds * 1000:.0f} ms)"
+    )
+    if not result.summaries and not result.turns:
+        console.print("[dim]No past memory matched.[/dim]")
+    for item in [*result.summaries, *result.turns]:
+        ranks = ", ".join(f"{name} #{rank}" for name, rank in sorted(item.sources.items()))
+        console.print(
+            f"- [bold]{item.kind}[/bold] {app.clock.fmt(item.start_ms)} "
+            f"(session {item.session_id[:8]}), score {item.score:.4f} from {ranks}:"
+        )
+        console.print(f"  [dim]{shown(short(item.text, 200))}[/dim]")
+    if app.index is not None and app.index.error:
+        console.print(f"[red]indexing problem:[/red] {shown(app.index.error)}")
+
+
+def short(text: str, limit: int = 160) -> str:
+    """One line of at most `limit` characters."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def render_sessions(console: Console, app: App, limit: int) -> None:
+    """A table of the newest sessions."""
+    table = Table(expand=True)
+    for col in ("session", "started", "ended", "status", "turns"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("summary", ratio=1, min_width=24, overflow="ellipsis", no_wrap=True)
+    for s in app.store.list_sessions(limit):
+        summary = app.store.session_summary(s.session_id)
+        table.add_row(
+            s.session_id[:12],
+            app.clock.fmt(s.start_ms),
+            app.clock.fmt(s.end_ms) if s.end_ms else "",
+            s.status,
+            str(s.conv_count),
+            shown(short(summary.text if summary else s.rolling_summary, 70)),
+        )
+    console.print(table)
+
+
+def render_session(console: Console, app: App, session: Session) -> None:
+    """One session: its summary and every turn with its time."""
+    console.print(
+        f"[bold]Session {session.session_id}[/bold] ({session.status}), "
+        f"started {app.clock.fmt(session.start_ms)}"
+    )
+    summary = app.store.session_summary(session.session_id)
+    if summary or session.rolling_summary:
+        console.print(
+            f"[italic]{shown(summary.text if summary else session.rolling_summary)}[/italic]\n"
+        )
+    for turn in app.store.turns(session.session_id):
+        if turn.role == "tool":
+            console.print(
+                f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} tool "
+                f"{shown(turn.meta.get('name', ''))}: {shown(short(turn.text))}[/dim]"
+            )
+            continue
+        console.print(
+            f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} {turn.text_id[:12]}[/dim] "
+            f"[bold]{turn.role}[/bold]: {shown(turn.text)}"
+        )
+
+
+# --- a turn's events, as they stream ---------------------------------------------------
+
+
+class EventPrinter:
+    """Renders the agent's events: Markdown live in a terminal, plain text in a pipe."""
+
+    def __init__(self, console: Console, *, show_usage: bool = False) -> None:
+        self.console = console
+        self.show_usage = show_usage
+
+    async def render(self, events: AsyncIterator[Event]) -> None:
+        """Consume one turn's events; a cancelled turn keeps what was printed."""
+        text = ""
+        live = self._live()
+        try:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    text += event.text
+                    if live is not None:
+                        live.update(Markdown(text))
+                    else:
+                        self.console.file.write(event.text)
+                        self.console.file.flush()
+                    continue
+                if text and not isinstance(event, (TurnUsage, Done)):
+                    text = self._flush(text, live)
+                    live = self._live()
+                self._other(event)
+        finally:
+            self._flush(text, live)
+
+    def _live(self) -> Live | None:
+        if not self.console.is_terminal:
+            return None
+        live = Live(console=self.console, refresh_per_second=12, vertical_overflow="visible")
+        live.start()
+        return live
+
+    def _flush(self, text: str, live: Live | None) -> str:
+        if live is not None:
+            live.stop()
+        elif text and not text.endswith("\n"):
+            self.console.file.write("\n")
+        return ""
+
+    def _other(self, event: Event) -> None:
+        out = self.console
+        if isinstance(event, Recalled):
+            r = event.result
+            if r.summaries or r.turns:
+                out.print(
+                    f"[dim]recalled {len(r.summaries)} past sessions and "
+                    f"{len(r.turns)} past messages (/why)[/dim]"
+                )
+        elif isinstance(event, ToolStarted):
+            out.print(
+                f"[cyan]⚙ {shown(event.name)}[/cyan]"
+                f"[dim]({shown(outcome_preview(event.arguments, 60))})[/dim]"
+            )
+        elif isinstance(event, ToolFinished):
+            o = event.outcome
+            mark = "[green]✓[/green]" if o.ok else "[red]✗[/red]"
+            out.print(
+                f"  {mark} [dim]{shown(o.name)} {o.seconds:.2f}s: "
+                f"{shown(outcome_preview(o.content, 100))}[/dim]"
+            )
+        elif isinstance(event, Notice):
+            out.print(f"[yellow]{shown(event.message)}[/yellow]")
+        elif isinstance(event, Failed):
+            out.print(f"[red]error:[/red] {shown(event.message)}")
+            out.print("[dim]Your message is saved. Type /retry to try again.[/dim]")
+        elif isinstance(event, TurnUsage) and self.show_usage:
+            out.print(
+                f"[dim]{event.prompt_tokens}+{event.completion_tokens} tokens, "
+                f"{event.tool_calls} tool calls, {event.seconds:.1f}s[/dim]"
+            )

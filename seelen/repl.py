@@ -1,7 +1,7 @@
-"""The interactive chat: a prompt-toolkit session, slash commands, rich rendering of events.
+"""The interactive chat: a prompt-toolkit session that reads lines and hands them on.
 
-Slash commands register themselves with `@command(...)`, and `/help` is generated from the
-registry. Lines read from a pipe go through the same `handle()` as typed ones.
+Slash commands live in `seelen.slash`, rendering in `seelen.render`. Lines read from a pipe
+go through the same `handle()` as typed ones.
 """
 
 from __future__ import annotations
@@ -9,154 +9,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
-from prompt_toolkit.completion import Completer, Completion, WordCompleter
-from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
 from rich.text import Text
 
-from seelen.agent import (
-    Done,
-    Event,
-    Failed,
-    Notice,
-    Recalled,
-    TextDelta,
-    ToolFinished,
-    ToolStarted,
-    TurnUsage,
-    outcome_preview,
-)
+from seelen.agent import Event
 from seelen.app import App
 from seelen.errors import SeelenError
-from seelen.manage import index_now, render_hits, render_why
-from seelen.render import shown
-
-Handler = Callable[["Repl", str], Awaitable[bool]]
-
-
-@dataclass(frozen=True)
-class SlashCommand:
-    name: str
-    aliases: tuple[str, ...]
-    help: str
-    handler: Handler
-    arg: str = ""
-
-
-COMMANDS: dict[str, SlashCommand] = {}
-
-
-def command(name: str, *aliases: str, help: str, arg: str = "") -> Callable[[Handler], Handler]:
-    """Register a slash command; the handler returns False to leave the chat."""
-
-    def register(handler: Handler) -> Handler:
-        cmd = SlashCommand(name, aliases, help, handler, arg)
-        for key in (name, *aliases):
-            COMMANDS[key] = cmd
-        return handler
-
-    return register
-
-
-def unique_commands() -> list[SlashCommand]:
-    """Each command once, in registration order."""
-    return list(dict.fromkeys(COMMANDS.values()))
-
-
-class EventPrinter:
-    """Renders the agent's events: Markdown live in a terminal, plain text in a pipe."""
-
-    def __init__(self, console: Console, *, show_usage: bool = False) -> None:
-        self.console = console
-        self.show_usage = show_usage
-
-    async def render(self, events: AsyncIterator[Event]) -> None:
-        """Consume one turn's events; a cancelled turn keeps what was printed."""
-        text = ""
-        live = self._live()
-        try:
-            async for event in events:
-                if isinstance(event, TextDelta):
-                    text += event.text
-                    if live is not None:
-                        live.update(Markdown(text))
-                    else:
-                        self.console.file.write(event.text)
-                        self.console.file.flush()
-                    continue
-                if text and not isinstance(event, (TurnUsage, Done)):
-                    text = self._flush(text, live)
-                    live = self._live()
-                self._other(event)
-        finally:
-            self._flush(text, live)
-
-    def _live(self) -> Live | None:
-        if not self.console.is_terminal:
-            return None
-        live = Live(console=self.console, refresh_per_second=12, vertical_overflow="visible")
-        live.start()
-        return live
-
-    def _flush(self, text: str, live: Live | None) -> str:
-        if live is not None:
-            live.stop()
-        elif text and not text.endswith("\n"):
-            self.console.file.write("\n")
-        return ""
-
-    def _other(self, event: Event) -> None:
-        out = self.console
-        if isinstance(event, Recalled):
-            r = event.result
-            if r.summaries or r.turns:
-                out.print(
-                    f"[dim]recalled {len(r.summaries)} past sessions and "
-                    f"{len(r.turns)} past messages (/why)[/dim]"
-                )
-        elif isinstance(event, ToolStarted):
-            out.print(
-                f"[cyan]⚙ {shown(event.name)}[/cyan]"
-                f"[dim]({shown(outcome_preview(event.arguments, 60))})[/dim]"
-            )
-        elif isinstance(event, ToolFinished):
-            o = event.outcome
-            mark = "[green]✓[/green]" if o.ok else "[red]✗[/red]"
-            out.print(
-                f"  {mark} [dim]{shown(o.name)} {o.seconds:.2f}s: "
-                f"{shown(outcome_preview(o.content, 100))}[/dim]"
-            )
-        elif isinstance(event, Notice):
-            out.print(f"[yellow]{shown(event.message)}[/yellow]")
-        elif isinstance(event, Failed):
-            out.print(f"[red]error:[/red] {shown(event.message)}")
-            out.print("[dim]Your message is saved. Type /retry to try again.[/dim]")
-        elif isinstance(event, TurnUsage) and self.show_usage:
-            out.print(
-                f"[dim]{event.prompt_tokens}+{event.completion_tokens} tokens, "
-                f"{event.tool_calls} tool calls, {event.seconds:.1f}s[/dim]"
-            )
-
-
-class SlashCompleter(Completer):
-    """Completes slash commands at the start of the line only."""
-
-    def __init__(self) -> None:
-        self._words = WordCompleter(sorted(COMMANDS), sentence=True)
-
-    def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
-        if document.text_before_cursor.startswith("/") and " " not in document.text_before_cursor:
-            yield from self._words.get_completions(document, complete_event)
+from seelen.render import EventPrinter, short, shown
+from seelen.slash import COMMANDS, SlashCompleter
 
 
 def key_bindings() -> KeyBindings:
@@ -207,7 +74,7 @@ class Repl:
             for turn in turns[-6:]:
                 if turn.role in ("user", "assistant") and turn.text:
                     who = "[bold]you[/bold]" if turn.role == "user" else "[bold]seelen[/bold]"
-                    self.console.print(f"{who}: {shown(_short(turn.text, 300))}")
+                    self.console.print(f"{who}: {shown(short(turn.text, 300))}")
 
     def start_mcp(self) -> None:
         """Connect MCP servers in the background; a failure is reported once, in one line."""
@@ -276,7 +143,7 @@ class Repl:
         """A question from another terminal was answered in this session: say so."""
         self._turns = self.app.sessions.current.conv_count
         self.console.print(
-            Text(f"(answered a question from another terminal: {_short(question, 60)})", "dim")
+            Text(f"(answered a question from another terminal: {short(question, 60)})", "dim")
         )
 
     async def handle(self, line: str) -> bool:
@@ -368,102 +235,3 @@ class Repl:
             f" {s.profile} · session {sid} · {self._turns} turns · "
             f"{self.app.provider.chat_model} · Alt-Enter: new line · /help"
         )
-
-
-def _short(text: str, limit: int) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
-
-
-# --- slash commands ----------------------------------------------------------------------
-
-
-@command("/help", "/h", help="show this list")
-async def _help(repl: Repl, arg: str) -> bool:
-    for cmd in unique_commands():
-        names = ", ".join((cmd.name, *cmd.aliases))
-        usage = f" {cmd.arg}" if cmd.arg else ""
-        repl.console.print(f"  [bold]{shown(names)}[/bold]{shown(usage)}  {shown(cmd.help)}")
-    repl.console.print(
-        "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
-        "start a message with // to send a literal /.[/dim]"
-    )
-    return True
-
-
-@command("/reset", "/r", help="forget the current session's turns and start it afresh")
-async def _reset(repl: Repl, arg: str) -> bool:
-    ids = await asyncio.to_thread(repl.app.sessions.reset)
-    await asyncio.to_thread(repl.app.forget, ids)  # their vectors go too
-    repl._turns = 0
-    repl.console.print(f"[yellow]Session cleared ({len(ids)} turns forgotten).[/yellow]")
-    return True
-
-
-@command("/save", "/s", help="archive this session into long-term memory and start a new one")
-async def _save(repl: Repl, arg: str) -> bool:
-    await repl.archive()
-    return True
-
-
-@command("/saveandexit", "/sq", help="archive this session, then leave")
-async def _save_and_exit(repl: Repl, arg: str) -> bool:
-    await repl.archive()
-    return False
-
-
-@command("/exit", "/quit", "/q", help="leave; the session stays open for next time")
-async def _exit(repl: Repl, arg: str) -> bool:
-    return False
-
-
-@command("/retry", help="answer your last message again (after an error)")
-async def _retry(repl: Repl, arg: str) -> bool:
-    await repl.stream(repl.app.bot.retry())
-    return True
-
-
-@command("/memory", "/m", help="search your long-term memory", arg="QUERY")
-async def _memory(repl: Repl, arg: str) -> bool:
-    if not arg:
-        repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
-        return True
-    recall = repl.app.recall
-    if recall is None:
-        repl.console.print("[yellow]Recall is not available.[/yellow]")
-        return True
-    await asyncio.to_thread(index_now, repl.app)
-    result = await asyncio.to_thread(recall.search, arg, None, conv_num=10)
-    render_hits(repl.console, repl.app, result)
-    return True
-
-
-@command("/why", help="what was recalled for the last reply, and why")
-async def _why(repl: Repl, arg: str) -> bool:
-    render_why(repl.console, repl.app, repl.app.bot.last_recall)
-    return True
-
-
-@command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
-async def _tools(repl: Repl, arg: str) -> bool:
-    app = repl.app
-    if app.tools_note:
-        repl.console.print(f"[yellow]{shown(app.tools_note)}[/yellow]")
-    if app.tools is not None:
-        for spec in app.tools.tools():
-            first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
-            repl.console.print(
-                f"  [bold]{shown(spec.name)}[/bold] [dim]({shown(spec.source)})"
-                f"[/dim] {shown(_short(first, 80))}"
-            )
-    if app.mcp is None:
-        state = (
-            "off (ENABLE_MCP=false)"
-            if not app.settings.enable_mcp
-            else (f"no {app.settings.mcp_servers_file} here")
-        )
-        repl.console.print(f"[dim]MCP servers: {shown(state)}[/dim]")
-    else:
-        for status in app.mcp.status():
-            repl.console.print(f"  [dim]MCP[/dim] {shown(status.line())}")
-    return True

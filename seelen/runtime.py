@@ -21,10 +21,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from seelen.app import App, build_app
 from seelen.config import Settings
 from seelen.errors import SeelenError
+from seelen.store import Session
+
+T = TypeVar("T")
 
 LOCK_FILE = "owner.lock"
 _HOLDERS = {
@@ -163,3 +167,54 @@ def _make_private_dir(directory: Path) -> None:
 
         reason = exc.strerror or str(exc)
         raise ConfigError(f"SEELEN_DATA_DIR: cannot write to {directory} ({reason})") from None
+
+
+# --- operations on the opened profile ------------------------------------------------
+
+
+def reindex_all(app: App, progress: Callable[[int, int], None] | None = None) -> int:
+    """`seelen memory reindex`: drop every vector and embed all texts again."""
+    assert app.index is not None
+    app.index.reset_for_new_model()
+    return app.index.index_all(progress)
+
+
+def index_now(app: App) -> None:
+    """Index what is pending before a search, so the newest turns are found too."""
+    if app.index is not None and app.index.pending():
+        app.index.index_all()
+
+
+def _unique(prefix: str, find: Callable[[str], list[T]], missing: str, kind: str) -> T:
+    """The one match of an id prefix (at least 4 characters), or a clear error."""
+    if len(prefix.strip()) < 4:
+        raise SeelenError(f"give at least 4 characters of the id, not {prefix!r}")
+    matches = find(prefix.strip())
+    if not matches:
+        raise SeelenError(missing)
+    if len(matches) > 1:
+        raise SeelenError(f"{prefix!r} matches {len(matches)} {kind}; give more of the id")
+    return matches[0]
+
+
+def resolve_session(app: App, prefix: str) -> Session:
+    """A session by its id or a unique prefix of it (at least 4 characters)."""
+    missing = f"no session starts with {prefix!r} (see `seelen sessions list`)"
+    return _unique(prefix, app.store.find_sessions, missing, "sessions")
+
+
+def forget_text(app: App, text_id: str) -> int:
+    """Delete one turn or summary (by id or unique prefix) from SQLite and LanceDB."""
+    missing = f"no memory has the id {text_id!r} (see `seelen memory search`)"
+    ids = [_unique(text_id, app.store.find_text_ids, missing, "memories")]
+    n = app.store.delete_texts(ids)
+    app.forget(ids)
+    return n
+
+
+def forget_session(app: App, prefix: str) -> int:
+    """Delete a whole session from SQLite and LanceDB."""
+    session = resolve_session(app, prefix)
+    ids = app.store.delete_session(session.session_id)
+    app.forget(ids)
+    return len(ids)

@@ -214,7 +214,7 @@ async def test_a_crash_between_sqlite_and_lancedb_is_repaired_on_start(env: Mode
 
 
 async def test_forget_removes_text_from_sqlite_and_lancedb(env: ModelServer) -> None:
-    from seelen.manage import forget_session, forget_text
+    from seelen.runtime import forget_session, forget_text
 
     app = await open_app()
     await say(app, "my bank PIN hint is seagull")

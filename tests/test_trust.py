@@ -203,7 +203,7 @@ async def test_an_oversized_persona_is_never_sent_to_the_tool_model(env: ModelSe
 
 
 async def test_a_binary_persona_breaks_no_command(env: ModelServer, data_dir: Path) -> None:
-    from seelen.manage import write_export
+    from seelen.export import write_export
 
     env.responder = scripted({"summary": "Talked.", "profile": "Name: Ada", "persona": "new"})
     app = await open_app()
@@ -461,7 +461,7 @@ async def test_reset_returns_every_id_so_no_vector_outlives_the_words(env: Model
 async def test_forgetting_a_turn_removes_its_verbatim_quote_from_summaries(
     env: ModelServer,
 ) -> None:
-    from seelen.manage import forget_text
+    from seelen.runtime import forget_text
 
     secret = "my bank PIN hint is the seagull on the pier"
     env.responder = scripted(

@@ -100,9 +100,7 @@ class Sessions:
 
     def peek(self) -> Session:
         """Look at the active session without creating one (for answers that write nothing)."""
-        self._current = self.store.active_session() or Session(
-            new_id(), now_ms(), None, ACTIVE, 0
-        )
+        self._current = self.store.active_session() or Session(new_id(), now_ms(), None, ACTIVE, 0)
         return self._current
 
     def drop_leftover_ephemeral(self) -> list[str]:

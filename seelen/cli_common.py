@@ -1,0 +1,44 @@
+"""What every `seelen` command shares: the common flags and how they become Settings."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Annotated, Any
+
+import typer
+
+from seelen.config import Settings, load_settings
+
+ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="chat model (CHAT_MODEL)")]
+DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
+
+
+# Flags given before the command (`seelen -p work ask …`), set by the root callback.
+_ROOT_FLAGS: dict[str, str | None] = {}
+
+
+def settings_from(
+    profile: str | None = None, model: str | None = None, data_dir: str | None = None
+) -> Settings:
+    """Settings with command-line flags (after or before the command) on top of the
+    environment and .env."""
+    return load_settings(
+        {
+            "SEELEN_PROFILE": profile or _ROOT_FLAGS.get("profile"),
+            "CHAT_MODEL": model or _ROOT_FLAGS.get("model"),
+            "SEELEN_DATA_DIR": data_dir or _ROOT_FLAGS.get("data_dir"),
+        }
+    )
+
+
+def run(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run one coroutine on a fresh event loop."""
+    return asyncio.run(coro)
+
+
+def stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)

@@ -1,0 +1,154 @@
+"""Slash commands of the chat: each registers itself with `@command(...)`, and `/help` is
+generated from the registry (in the spirit of litecli's special commands)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit.completion import Completer, Completion, WordCompleter
+from prompt_toolkit.document import Document
+
+from seelen.render import render_hits, render_why, short, shown
+from seelen.runtime import index_now
+
+if TYPE_CHECKING:
+    from seelen.repl import Repl
+
+Handler = Callable[["Repl", str], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    aliases: tuple[str, ...]
+    help: str
+    handler: Handler
+    arg: str = ""
+
+
+COMMANDS: dict[str, SlashCommand] = {}
+
+
+def command(name: str, *aliases: str, help: str, arg: str = "") -> Callable[[Handler], Handler]:
+    """Register a slash command; the handler returns False to leave the chat."""
+
+    def register(handler: Handler) -> Handler:
+        cmd = SlashCommand(name, aliases, help, handler, arg)
+        for key in (name, *aliases):
+            COMMANDS[key] = cmd
+        return handler
+
+    return register
+
+
+def unique_commands() -> list[SlashCommand]:
+    """Each command once, in registration order."""
+    return list(dict.fromkeys(COMMANDS.values()))
+
+
+class SlashCompleter(Completer):
+    """Completes slash commands at the start of the line only."""
+
+    def __init__(self) -> None:
+        self._words = WordCompleter(sorted(COMMANDS), sentence=True)
+
+    def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
+        if document.text_before_cursor.startswith("/") and " " not in document.text_before_cursor:
+            yield from self._words.get_completions(document, complete_event)
+
+
+# --- slash commands ----------------------------------------------------------------------
+
+
+@command("/help", "/h", help="show this list")
+async def _help(repl: Repl, arg: str) -> bool:
+    for cmd in unique_commands():
+        names = ", ".join((cmd.name, *cmd.aliases))
+        usage = f" {cmd.arg}" if cmd.arg else ""
+        repl.console.print(f"  [bold]{shown(names)}[/bold]{shown(usage)}  {shown(cmd.help)}")
+    repl.console.print(
+        "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
+        "start a message with // to send a literal /.[/dim]"
+    )
+    return True
+
+
+@command("/reset", "/r", help="forget the current session's turns and start it afresh")
+async def _reset(repl: Repl, arg: str) -> bool:
+    ids = await asyncio.to_thread(repl.app.sessions.reset)
+    await asyncio.to_thread(repl.app.forget, ids)  # their vectors go too
+    repl._turns = 0
+    repl.console.print(f"[yellow]Session cleared ({len(ids)} turns forgotten).[/yellow]")
+    return True
+
+
+@command("/save", "/s", help="archive this session into long-term memory and start a new one")
+async def _save(repl: Repl, arg: str) -> bool:
+    await repl.archive()
+    return True
+
+
+@command("/saveandexit", "/sq", help="archive this session, then leave")
+async def _save_and_exit(repl: Repl, arg: str) -> bool:
+    await repl.archive()
+    return False
+
+
+@command("/exit", "/quit", "/q", help="leave; the session stays open for next time")
+async def _exit(repl: Repl, arg: str) -> bool:
+    return False
+
+
+@command("/retry", help="answer your last message again (after an error)")
+async def _retry(repl: Repl, arg: str) -> bool:
+    await repl.stream(repl.app.bot.retry())
+    return True
+
+
+@command("/memory", "/m", help="search your long-term memory", arg="QUERY")
+async def _memory(repl: Repl, arg: str) -> bool:
+    if not arg:
+        repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
+        return True
+    recall = repl.app.recall
+    if recall is None:
+        repl.console.print("[yellow]Recall is not available.[/yellow]")
+        return True
+    await asyncio.to_thread(index_now, repl.app)
+    result = await asyncio.to_thread(recall.search, arg, None, conv_num=10)
+    render_hits(repl.console, repl.app, result)
+    return True
+
+
+@command("/why", help="what was recalled for the last reply, and why")
+async def _why(repl: Repl, arg: str) -> bool:
+    render_why(repl.console, repl.app, repl.app.bot.last_recall)
+    return True
+
+
+@command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
+async def _tools(repl: Repl, arg: str) -> bool:
+    app = repl.app
+    if app.tools_note:
+        repl.console.print(f"[yellow]{shown(app.tools_note)}[/yellow]")
+    if app.tools is not None:
+        for spec in app.tools.tools():
+            first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
+            repl.console.print(
+                f"  [bold]{shown(spec.name)}[/bold] [dim]({shown(spec.source)})"
+                f"[/dim] {shown(short(first, 80))}"
+            )
+    if app.mcp is None:
+        state = (
+            "off (ENABLE_MCP=false)"
+            if not app.settings.enable_mcp
+            else (f"no {app.settings.mcp_servers_file} here")
+        )
+        repl.console.print(f"[dim]MCP servers: {shown(state)}[/dim]")
+    else:
+        for status in app.mcp.status():
+            repl.console.print(f"  [dim]MCP[/dim] {shown(status.line())}")
+    return True
