@@ -1,0 +1,213 @@
+"""From a question to ranked passages that fit a token budget.
+
+1. The question's terms are looked up in the folder's own vocabulary. A term in more than
+   half of the chunks is dropped: BM25 gives it no weight anyway. A word the folder does not
+   know is replaced by its close spellings that it does know (a typo in a name still finds
+   the name). Neighbouring known terms also form a phrase, so a multi-word name ("Elena
+   Voss") or a Chinese name (the bigrams 林小 小雨) counts once more where it appears whole.
+2. FTS5 ranks chunks by BM25 (rare terms weigh most) over the text, the heading path and
+   the file's name.
+3. The best chunks of each file are merged when they are neighbours, cut around their hits
+   when too long, and kept in rank order while they fit the budget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from seelen.knowledge.index import Hit, NoteIndex
+from seelen.knowledge.text import fold, is_cjk, terms
+from seelen.memory.context import clip, estimate_tokens
+
+# Bounds on the work per question, not tuning: the rarest 16 terms carry the evidence of any
+# question one types; 60 candidate chunks are ~15 times what a budget holds.
+MAX_TERMS = 16
+CANDIDATES = 60
+# Two chunks per file: enough for a profile's main section plus one more, and it keeps one
+# long file from filling the budget alone.
+PER_FILE = 2
+# A chunk scoring under a quarter of the best one matched only incidental words.
+MIN_RELATIVE_SCORE = 0.25
+# A passage shorter than this says too little to be worth its heading line.
+MIN_PASSAGE_TOKENS = 40
+# Edit distance allowed for a word the folder does not know: one for short words (more would
+# turn "ring" into "king"), two from seven letters on. Words under four letters are not fuzzed.
+FUZZY_MIN_LEN = 4
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A piece of a note for the prompt. Higher `score` = better match."""
+
+    path: str  # as shown: the folder's name, then the path inside it
+    heading: str
+    text: str
+    score: float
+    file: str = ""  # the absolute path
+
+    def label(self) -> str:
+        """ "path › heading" (or just the path), as shown to the user and the model."""
+        return f"{self.path} › {self.heading}" if self.heading else self.path
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """The FTS5 expression for a question, and the terms whose hits a passage is cut around."""
+
+    match: str
+    hit_terms: tuple[str, ...]
+
+
+def plan(index: NoteIndex, question: str) -> QueryPlan | None:
+    """Turn a question into an FTS5 query against the folder's vocabulary (None: no term)."""
+    asked = terms(question)
+    total = index.chunk_count()
+    if not asked or not total:
+        return None
+    known: dict[str, int] = {}
+    variants: list[str] = []
+    for term in dict.fromkeys(asked):
+        freq = index.doc_freq(term)
+        if 0 < freq <= total / 2:
+            known[term] = freq
+        elif freq == 0:
+            variants.extend(fuzzy(index, term))
+    rarest = sorted(known, key=known.__getitem__)[:MAX_TERMS]
+    phrases = _phrases(asked, set(rarest))
+    clauses = [_quote(t) for t in (*rarest, *dict.fromkeys(variants))] + phrases
+    if not clauses:
+        return None
+    return QueryPlan(" OR ".join(clauses), tuple(dict.fromkeys((*rarest, *variants))))
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _phrases(asked: Sequence[str], kept: set[str]) -> list[str]:
+    """Runs of two or more neighbouring kept terms, as FTS5 phrases."""
+    out: list[str] = []
+    run: list[str] = []
+    for term in [*asked, ""]:
+        if term in kept:
+            run.append(term)
+            continue
+        if len(run) >= 2:
+            out.append('"' + " ".join(run) + '"')
+        run = []
+    return list(dict.fromkeys(out))
+
+
+def fuzzy(index: NoteIndex, term: str, limit: int = 3) -> list[str]:
+    """Known terms within a small edit distance of an unknown word (same first two letters)."""
+    if is_cjk(term) or len(term) < FUZZY_MIN_LEN:
+        return []
+    allowed = 1 if len(term) < 7 else 2
+    found: list[tuple[int, int, str]] = []
+    for candidate, freq in index.terms_between(term[:2], term[:2] + "\uffff"):
+        if abs(len(candidate) - len(term)) > allowed:
+            continue
+        distance = edit_distance(term, candidate, allowed)
+        if distance <= allowed:
+            found.append((distance, -freq, candidate))
+    return [c for _, _, c in sorted(found)[:limit]]
+
+
+def edit_distance(a: str, b: str, cap: int) -> int:
+    """Levenshtein distance with transpositions, or `cap + 1` once it must exceed `cap`."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, start=1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > cap:
+            return cap + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def passages(
+    hits: Sequence[Hit], hit_terms: Sequence[str], budget: int, show: dict[str, str]
+) -> list[Passage]:
+    """Merge, rank, cut and fit hits into `budget` tokens; `show` maps paths to labels."""
+    if not hits:
+        return []
+    floor = hits[0].score * MIN_RELATIVE_SCORE
+    by_file: dict[str, list[Hit]] = {}
+    for hit in hits:
+        group = by_file.setdefault(hit.path, [])
+        if hit.score >= floor and len(group) < PER_FILE:
+            group.append(hit)
+    merged = [p for group in by_file.values() for p in _merge(group, show)]
+    merged.sort(key=lambda p: -p.score)
+    return _fit(merged, hit_terms, budget)
+
+
+def _merge(group: list[Hit], show: dict[str, str]) -> list[Passage]:
+    """Neighbouring chunks of one file become one passage, in reading order."""
+    out: list[Passage] = []
+    last_seq = -2
+    for hit in sorted(group, key=lambda h: h.seq):
+        label = show.get(hit.path, hit.path)
+        if out and hit.seq == last_seq + 1:
+            prev = out[-1]
+            text = f"{prev.text}\n\n{hit.body}"
+            out[-1] = Passage(label, prev.heading, text, max(prev.score, hit.score), hit.path)
+        else:
+            out.append(Passage(label, hit.heading, hit.body, hit.score, hit.path))
+        last_seq = hit.seq
+    return out
+
+
+def _fit(ranked: Sequence[Passage], hit_terms: Sequence[str], budget: int) -> list[Passage]:
+    """Keep passages in rank order while they fit; the one that does not fit is cut."""
+    kept: list[Passage] = []
+    left = budget
+    for passage in ranked:
+        overhead = estimate_tokens(passage.label()) + 6
+        room = left - overhead
+        if room < MIN_PASSAGE_TOKENS:
+            break
+        text = passage.text
+        if estimate_tokens(text) > room:
+            text = cut_around(text, hit_terms, room)
+        kept.append(
+            Passage(passage.path, passage.heading, text, round(passage.score, 3), passage.file)
+        )
+        left -= overhead + estimate_tokens(text)
+    return kept
+
+
+def cut_around(text: str, hit_terms: Sequence[str], tokens: int) -> str:
+    """The window of about `tokens` tokens holding the most hits, from a sentence start."""
+    lowered = fold(text) if len(fold(text)) == len(text) else text.lower()
+    spots = sorted(m.start() for term in hit_terms for m in _finder(term).finditer(lowered))
+    width = len(clip(text, tokens))  # characters that fit, from the start
+    if not spots or spots[-1] < width:
+        return clip(text, tokens)
+    best, best_count = 0, -1
+    for i, spot in enumerate(spots):
+        count = sum(1 for s in spots[i:] if s < spot + width)
+        if count > best_count:
+            best, best_count = spot, count
+    start = _sentence_start(text, best, width // 3)
+    return "… " + clip(text[start:], tokens - 1)
+
+
+def _finder(term: str) -> re.Pattern[str]:
+    if is_cjk(term):
+        return re.compile(re.escape(term))
+    return re.compile(rf"\b{re.escape(term)}\b")
+
+
+def _sentence_start(text: str, at: int, reach: int) -> int:
+    """The start of the sentence holding `at`, looking back at most `reach` characters."""
+    floor = max(0, at - reach)
+    ends = [m.end() for m in re.finditer(r"[.!?。！？\n]\s*", text[floor:at])]
+    return floor + ends[-1] if ends else floor
