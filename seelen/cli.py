@@ -15,6 +15,7 @@ import typer
 
 from seelen.config import Settings, load_settings
 from seelen.errors import SeelenError
+from seelen.knowledge_cli import knowledge_app
 
 app = typer.Typer(
     help="Seelen: a terminal companion with long-term memory.\n\n"
@@ -162,6 +163,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(persona_app, name="persona")
 app.add_typer(profile_app, name="profile")
+app.add_typer(knowledge_app, name="knowledge")
 
 
 def _memory_command(

@@ -29,6 +29,7 @@ from seelen.agent import (
     Done,
     Event,
     Failed,
+    KnowledgeUsed,
     Notice,
     Recalled,
     TextDelta,
@@ -136,6 +137,9 @@ class EventPrinter:
                 f"  {mark} [dim]{escape(o.name)} {o.seconds:.2f}s: "
                 f"{escape(outcome_preview(o.content, 100))}[/dim]"
             )
+        elif isinstance(event, KnowledgeUsed):
+            labels = " · ".join(dict.fromkeys(p.label() for p in event.passages))
+            out.print(Text(f"used: {labels}", style="dim"))
         elif isinstance(event, Notice):
             out.print(f"[yellow]{escape(event.message)}[/yellow]")
         elif isinstance(event, Failed):
@@ -442,4 +446,34 @@ async def _tools(repl: Repl, arg: str) -> bool:
     else:
         for status in app.mcp.status():
             repl.console.print(f"  [dim]MCP[/dim] {escape(status.line())}")
+    return True
+
+
+@command("/files", help="the notes the last reply used (file › heading)")
+async def _files(repl: Repl, arg: str) -> bool:
+    passages = repl.app.bot.last_passages
+    if not passages:
+        repl.console.print("[dim]The last reply used no notes.[/dim]")
+    for passage in passages:
+        repl.console.print(Text.assemble(("  ", ""), (passage.label(), "bold")))
+    return True
+
+
+@command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
+async def _knowledge(repl: Repl, arg: str) -> bool:
+    knowledge = repl.app.knowledge
+    if knowledge is None:
+        repl.console.print("[yellow]No knowledge folder: seelen knowledge add PATH[/yellow]")
+        return True
+    if not arg:
+        repl.console.print("[yellow]Usage: /knowledge QUERY[/yellow]")
+        return True
+    found = await asyncio.to_thread(knowledge.search, arg, repl.app.settings.context_tokens // 4)
+    if not found:
+        repl.console.print("[dim]No note matches.[/dim]")
+    for passage in found:
+        repl.console.print(
+            Text.assemble((f"{passage.score:7.2f}  ", "dim"), (passage.label(), "bold"))
+        )
+        repl.console.print(Text("         " + _short(passage.text, 200), style="dim"))
     return True

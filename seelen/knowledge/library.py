@@ -30,6 +30,9 @@ from seelen.knowledge.watch import FolderWatcher
 # Notes read and written per transaction while catching up: large enough that commits do
 # not dominate, small enough that a search sees progress during a first indexing.
 BATCH = 200
+# How long a search waits for the start's catch-up: a warm catch-up of 10,000 notes (a walk
+# of stat calls) ends well within it; a first indexing does not, and is not waited for.
+READY_WAIT = 2.0
 
 
 @dataclass
@@ -161,6 +164,8 @@ class Knowledge:
 
     def search(self, question: str, budget_tokens: int) -> list[Passage]:
         """The passages that best answer `question`, best first, within `budget_tokens`."""
+        if self._thread is not None:
+            self._ready.wait(READY_WAIT)
         query = plan(self.index, question)
         if query is None:
             return []
