@@ -171,7 +171,7 @@ class Knowledge:
             return []
         hits = self.index.search(query.match, CANDIDATES)
         show = {h.path: display_path(h.path, self.roots) for h in hits}
-        return passages(hits, query.hit_terms, budget_tokens, show)
+        return passages(hits, query, budget_tokens, show)
 
     @property
     def watch_error(self) -> str:

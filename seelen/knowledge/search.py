@@ -7,15 +7,18 @@
    Voss") or a Chinese name (the bigrams 林小 小雨) counts once more where it appears whole.
 2. FTS5 ranks chunks by BM25 (rare terms weigh most) over the text, the heading path and
    the file's name.
+   A chunk whose title (its own heading, or its file's name) the question names in full is
+   about what was asked: its score counts double.
 3. The best chunks of each file are merged when they are neighbours, cut around their hits
    when too long, and kept in rank order while they fit the budget.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from seelen.knowledge.index import Hit, NoteIndex
 from seelen.knowledge.text import fold, is_cjk, terms
@@ -35,6 +38,12 @@ MIN_PASSAGE_TOKENS = 40
 # Edit distance allowed for a word the folder does not know: one for short words (more would
 # turn "ring" into "king"), two from seven letters on. Words under four letters are not fuzzed.
 FUZZY_MIN_LEN = 4
+# A title named in full by the question: the chunk is about the asked subject. Doubling is
+# the same judgement as the heading's column weight (a title term is worth two).
+TITLE_BOOST = 2.0
+# Under this many chunks (a handful of notes) "in more than half of them" is chance, not a
+# sign of a common word: a tiny folder keeps such terms when nothing rarer was asked.
+SMALL_FOLDER = 20
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,7 @@ class QueryPlan:
 
     match: str
     hit_terms: tuple[str, ...]
+    asked: frozenset[str] = frozenset()
 
 
 def plan(index: NoteIndex, question: str) -> QueryPlan | None:
@@ -67,19 +77,23 @@ def plan(index: NoteIndex, question: str) -> QueryPlan | None:
     if not asked or not total:
         return None
     known: dict[str, int] = {}
+    common: dict[str, int] = {}
     variants: list[str] = []
     for term in dict.fromkeys(asked):
         freq = index.doc_freq(term)
-        if 0 < freq <= total / 2:
-            known[term] = freq
-        elif freq == 0:
+        if freq == 0:
             variants.extend(fuzzy(index, term))
+        else:
+            (known if freq <= total / 2 else common)[term] = freq
+    if not known and total < SMALL_FOLDER:
+        known = common
     rarest = sorted(known, key=known.__getitem__)[:MAX_TERMS]
     phrases = _phrases(asked, set(rarest))
     clauses = [_quote(t) for t in (*rarest, *dict.fromkeys(variants))] + phrases
     if not clauses:
         return None
-    return QueryPlan(" OR ".join(clauses), tuple(dict.fromkeys((*rarest, *variants))))
+    found = tuple(dict.fromkeys((*rarest, *variants)))
+    return QueryPlan(" OR ".join(clauses), found, frozenset(asked) | frozenset(variants))
 
 
 def _quote(term: str) -> str:
@@ -133,11 +147,12 @@ def edit_distance(a: str, b: str, cap: int) -> int:
 
 
 def passages(
-    hits: Sequence[Hit], hit_terms: Sequence[str], budget: int, show: dict[str, str]
+    hits: Sequence[Hit], query: QueryPlan, budget: int, show: dict[str, str]
 ) -> list[Passage]:
     """Merge, rank, cut and fit hits into `budget` tokens; `show` maps paths to labels."""
     if not hits:
         return []
+    hits = sorted((_titled(h, query) for h in hits), key=lambda h: -h.score)
     floor = hits[0].score * MIN_RELATIVE_SCORE
     by_file: dict[str, list[Hit]] = {}
     for hit in hits:
@@ -146,7 +161,17 @@ def passages(
             group.append(hit)
     merged = [p for group in by_file.values() for p in _merge(group, show)]
     merged.sort(key=lambda p: -p.score)
-    return _fit(merged, hit_terms, budget)
+    return _fit(merged, query.hit_terms, budget)
+
+
+def _titled(hit: Hit, query: QueryPlan) -> Hit:
+    """The hit, its score doubled when the question names its heading or file in full."""
+    stem = os.path.splitext(os.path.basename(hit.path))[0]
+    for title in (hit.heading.rsplit(" › ", 1)[-1], stem):
+        words = set(terms(title))
+        if words and words <= query.asked and words & set(query.hit_terms):
+            return replace(hit, score=hit.score * TITLE_BOOST)
+    return hit
 
 
 def _merge(group: list[Hit], show: dict[str, str]) -> list[Passage]:
