@@ -234,6 +234,8 @@ def test_changes_made_while_not_running_are_caught_up_on_start(notes: Path, tmp_
     assert progress.indexed == 2 and progress.dropped == 1  # only what changed is read again
     assert "Lyon" in k.search("Ilse Marchetti", 500)[0].text
     assert "tomas-brandt.md" not in files_of(k.search("Tomas Brandt clockmaker", 2000))
+    assert k.index.doc_freq("clockmaker") == 0  # its terms left the index, not just its text
+    assert k.index.doc_freq("lyon") == 1
     assert files_of(k.search("narwhal", 500)) == ["new.md"]
     k.close()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from seelen.knowledge.files import NoteFile
 from seelen.knowledge.text import chunks, term_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # bm25 weight of each column of `chunk_terms`: the text, its heading path, its file's path.
 # A heading or a file name states what the whole chunk is about, so one of its terms is
@@ -30,7 +30,7 @@ CREATE TABLE files(path TEXT PRIMARY KEY, root TEXT NOT NULL, mtime_ns INTEGER N
 CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, seq INTEGER NOT NULL,
                     heading TEXT NOT NULL, body TEXT NOT NULL);
 CREATE INDEX chunks_by_path ON chunks(path, seq);
-CREATE VIRTUAL TABLE chunk_terms USING fts5(body, heading, name,
+CREATE VIRTUAL TABLE chunk_terms USING fts5(body, heading, name, content = '',
                                             tokenize = 'unicode61 remove_diacritics 0');
 CREATE VIRTUAL TABLE vocab USING fts5vocab(chunk_terms, row);
 """
@@ -122,12 +122,22 @@ class NoteIndex:
                 raise
 
     def _delete_chunks(self, path: str) -> None:
-        ids = [r[0] for r in self._write.execute("SELECT id FROM chunks WHERE path = ?", (path,))]
-        self._write.executemany("DELETE FROM chunk_terms WHERE rowid = ?", [(i,) for i in ids])
+        # The term table is contentless (it would otherwise hold a second copy of every
+        # note): FTS5 removes a row only when given the very terms it was indexed with.
+        row = self._write.execute("SELECT root FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return
+        name = term_text(_name_of(path, row[0]))
+        rows = self._write.execute("SELECT id, heading, body FROM chunks WHERE path = ?", (path,))
+        self._write.executemany(
+            "INSERT INTO chunk_terms(chunk_terms, rowid, body, heading, name) "
+            "VALUES ('delete', ?, ?, ?, ?)",
+            [(i, term_text(body), term_text(heading), name) for i, heading, body in rows],
+        )
         self._write.execute("DELETE FROM chunks WHERE path = ?", (path,))
 
     def _insert_chunks(self, note: NoteFile, text: str) -> int:
-        name = term_text(_name_of(note))
+        name = term_text(_name_of(note.path, note.root))
         pieces = chunks(text, markdown=note.path.lower().endswith((".md", ".markdown")))
         for seq, piece in enumerate(pieces):
             cur = self._write.execute(
@@ -192,7 +202,7 @@ class NoteIndex:
             self._read.close()
 
 
-def _name_of(note: NoteFile) -> str:
+def _name_of(path: str, root: str) -> str:
     """The note's path inside its folder, without the extension: evidence of its subject."""
-    rel = os.path.relpath(note.path, note.root)
+    rel = os.path.relpath(path, root)
     return os.path.splitext(rel)[0]

@@ -55,6 +55,7 @@ class Knowledge:
         self.roots = _distinct_roots(folders)
         self.index = NoteIndex(Path(state_dir) / "index.db")
         self.progress = Progress()
+        self.error = ""  # why the catch-up or the watcher stopped ("" when all is well)
         self._ready = threading.Event()
         self._stop = threading.Event()
         # The catch-up and the watcher both write; one at a time, batch by batch, so neither
@@ -67,10 +68,21 @@ class Knowledge:
         """Watch the folders, then catch up in a background thread."""
         if watch and self.roots:
             # Watching starts first, so a change made during the catch-up is not missed.
-            self._watcher = FolderWatcher(self.roots, self.apply)
-            self._watcher.start()
-        self._thread = threading.Thread(target=self.catch_up, name="knowledge-index", daemon=True)
+            watcher = FolderWatcher(self.roots, self.apply)
+            try:
+                watcher.start()
+                self._watcher = watcher
+            except OSError as exc:  # e.g. the inotify watch limit: the next start catches up
+                watcher.close()
+                self.error = f"not watching the folders ({exc})"
+        self._thread = threading.Thread(target=self._run, name="knowledge-index", daemon=True)
         self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.catch_up()
+        except Exception as exc:  # a background thread: keep the reason for the user
+            self.error = f"indexing the notes failed ({type(exc).__name__}: {exc})"
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for the catch-up to finish; True when it has."""
@@ -174,9 +186,9 @@ class Knowledge:
         return passages(hits, query, budget_tokens, show)
 
     @property
-    def watch_error(self) -> str:
-        """The watcher's last failure ("" when none)."""
-        return self._watcher.last_error if self._watcher else ""
+    def problem(self) -> str:
+        """Why the index may be behind the folders ("" when it is not)."""
+        return self.error or (self._watcher.last_error if self._watcher else "")
 
     def close(self) -> None:
         """Stop the watcher and the catch-up, then close the index."""
