@@ -31,6 +31,9 @@ ZH_CHARS = (
     "制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内"
     "数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提"
 )
+# Names as in life: a common surname, then one or two characters chosen for their meaning.
+ZH_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗"
+ZH_GIVEN = "伟芳娜秀敏静丽强磊军洋艳勇杰娟涛明超霞平刚桂英华玉兰萍红鹏飞雪梅琳晨宇浩然欣怡雨轩"
 
 
 def word(rng: random.Random, parts: int) -> str:
@@ -42,7 +45,12 @@ def build_world(rng: random.Random) -> dict[str, list[str]]:
     vocab = list(dict.fromkeys(word(rng, rng.randint(1, 4)) for _ in range(30_000)))
     people = [f"{word(rng, 2).title()} {word(rng, 3).title()}" for _ in range(500)]
     places = [f"{word(rng, 2).title()}{rng.choice(['port', 'ford', 'holm'])}" for _ in range(200)]
-    zh_people = ["".join(rng.choice(ZH_CHARS) for _ in range(3)) for _ in range(300)]
+    zh_people = list(
+        dict.fromkeys(
+            rng.choice(ZH_SURNAMES) + "".join(rng.choices(ZH_GIVEN, k=rng.randint(1, 2)))
+            for _ in range(300)
+        )
+    )
     return {"vocab": vocab, "people": people, "places": places, "zh_people": zh_people}
 
 
@@ -70,6 +78,7 @@ def write_folder(root: Path, files: int, rng: random.Random) -> dict[str, list[s
                 words.insert(rng.randrange(60), place)
                 lines.append(" ".join(words).capitalize() + ".\n")
         (folder / f"note-{n:05d}.md").write_text("\n".join(lines), encoding="utf-8")
+    world["zh_people"] = list(dict.fromkeys(world["zh_used"]))  # ask only about those in it
     return world
 
 
@@ -81,11 +90,15 @@ def _accumulate(values: list[float]) -> list[float]:
     return out
 
 
+_ZH_CUM = _accumulate([1 / (rank + 1) for rank in range(len(ZH_CHARS))])
+
+
 def _zh_note(n: int, world: dict[str, list[str]], rng: random.Random) -> str:
     person = rng.choice(world["zh_people"])
+    world.setdefault("zh_used", []).append(person)
     body = []
     for _ in range(12):
-        chars = rng.choices(ZH_CHARS, k=130)
+        chars = rng.choices(ZH_CHARS, cum_weights=_ZH_CUM, k=130)
         chars.insert(rng.randrange(130), person)
         body.append("".join(chars) + "。")
     return f"第{n}篇 {person}\n\n" + "\n\n".join(body) + "\n"
@@ -96,38 +109,47 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def queries(world: dict[str, list[str]], rng: random.Random, count: int) -> list[str]:
+def queries(
+    world: dict[str, list[str]], rng: random.Random, count: int
+) -> list[tuple[str, str, str]]:
+    """(kind, question, the name the first passage should mention)."""
     out = []
     for i in range(count):
         person, place = rng.choice(world["people"]), rng.choice(world["places"])
         kind = i % 4
         if kind == 0:
-            out.append(f"What did {person} do at {place}?")
+            out.append(("name+place", f"What did {person} do at {place}?", person))
         elif kind == 1:
-            out.append(f"Tell me about {person}")
-        elif kind == 2:  # a typo in the last name
+            out.append(("name", f"Tell me about {person}", person))
+        elif kind == 2:  # two letters of the last name swapped
             first, last = person.split()
-            out.append(f"where is {first} {last[:-2] + last[-1]}{last[-2]} now")
+            typo = f"{first} {last[:-2] + last[-1]}{last[-2]}"
+            out.append(("typo", f"where is {typo} now", person))
         else:
-            out.append(f"{rng.choice(world['zh_people'])}后来怎么样了？")
+            zh = rng.choice(world["zh_people"])
+            out.append(("chinese", f"{zh}后来怎么样了？", zh))
     return out
 
 
 def bench_search(k: Knowledge, world: dict[str, list[str]], rng: random.Random) -> None:
     qs = queries(world, rng, 200)
-    for q in qs[:5]:
+    for _, q, _ in qs[:5]:
         k.search(q, 1200)  # warm the page cache
-    times, empty = [], 0
-    for q in qs:
+    times, empty, right = [], 0, {}
+    for kind, q, name in qs:
         start = time.perf_counter()
         found = k.search(q, 1200)
         times.append(time.perf_counter() - start)
         empty += not found
+        hit = bool(found) and name in found[0].text
+        right[kind] = right.get(kind, 0) + hit
     print(
         f"search ({len(qs)} questions, budget 1200 tokens): p50 "
         f"{statistics.median(times) * 1000:.1f} ms, p95 {percentile(times, 0.95) * 1000:.1f} ms, "
         f"max {max(times) * 1000:.1f} ms; {empty} answered nothing"
     )
+    share = ", ".join(f"{kind} {n / (len(qs) / 4):.0%}" for kind, n in right.items())
+    print(f"first passage mentions the asked name: {share}")
 
 
 def wait_for(k: Knowledge, query: str, present: bool, limit: float = 10.0) -> float:
@@ -203,7 +225,9 @@ def main() -> None:
     start = time.perf_counter()
     world = write_folder(root, args.files, rng)
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    print(f"generated {args.files} notes, {size / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s")
+    print(
+        f"generated {args.files} notes, {size / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s"
+    )
 
     k = Knowledge([str(root)], state)
     start = time.perf_counter()
