@@ -151,6 +151,20 @@ def test_chinese_question_finds_profile_and_chapter(knowledge) -> None:
     assert "一幅未完成的画" in next(p.text for p in found if p.file.endswith("zh-chapter-3.txt"))
 
 
+def test_a_bigram_where_two_chinese_words_meet_does_not_outrank_the_name(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    for i in range(3):
+        (root / f"sun-{i}.md").write_text(f"孙平是第{i}个医生。")
+    for i in range(4):
+        (root / f"later-{i}.md").write_text(f"后来他走了，第{i}次。")
+    (root / "garden.md").write_text("和平后院有一棵树。")  # 平后 only where 和平 meets 后院
+    k = Knowledge([str(root)], tmp_path / "state")
+    k.catch_up()
+    assert files_of(k.search("孙平后来怎么样了？", 500))[0].startswith("sun-")
+    k.close()
+
+
 def test_chinese_terms_come_from_the_text_not_a_word_list() -> None:
     assert terms("林小雨 met Élena") == ["林小", "小雨", "met", "elena"]
 

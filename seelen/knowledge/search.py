@@ -44,6 +44,10 @@ TITLE_BOOST = 2.0
 # Under this many chunks (a handful of notes) "in more than half of them" is chance, not a
 # sign of a common word: a tiny folder keeps such terms when nothing rarer was asked.
 SMALL_FOLDER = 20
+# A CJK bigram that is less than half as frequent as both bigrams around it in the question
+# spans two words (every bigram inside a word occurs at least as often as the word itself):
+# "孙平后来" has 孙平 and 后来 but the rare 平后 only where the two happen to meet.
+BOUNDARY_RATIO = 0.5
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,8 @@ def plan(index: NoteIndex, question: str) -> QueryPlan | None:
             (known if freq <= total / 2 else common)[term] = freq
     if not known and total < SMALL_FOLDER:
         known = common
+    for term in _word_boundaries(asked, {**common, **known}):
+        known.pop(term, None)
     rarest = sorted(known, key=known.__getitem__)[:MAX_TERMS]
     phrases = _phrases(asked, set(rarest))
     clauses = [_quote(t) for t in (*rarest, *dict.fromkeys(variants))] + phrases
@@ -94,6 +100,19 @@ def plan(index: NoteIndex, question: str) -> QueryPlan | None:
         return None
     found = tuple(dict.fromkeys((*rarest, *variants)))
     return QueryPlan(" OR ".join(clauses), found, frozenset(asked) | frozenset(variants))
+
+
+def _word_boundaries(asked: Sequence[str], freq: dict[str, int]) -> set[str]:
+    """CJK bigrams of the question that straddle two words (see `BOUNDARY_RATIO`)."""
+    out: set[str] = set()
+    for i in range(1, len(asked) - 1):
+        left, term, right = asked[i - 1], asked[i], asked[i + 1]
+        chained = left[-1:] == term[:1] and term[-1:] == right[:1]
+        if not (chained and len(term) == 2 and is_cjk(left + term + right)):
+            continue
+        if freq.get(term, 0) < BOUNDARY_RATIO * min(freq.get(left, 0), freq.get(right, 0)):
+            out.add(term)
+    return out
 
 
 def _quote(term: str) -> str:
