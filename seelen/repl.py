@@ -468,6 +468,8 @@ async def _knowledge(repl: Repl, arg: str) -> bool:
     if not arg:
         repl.console.print("[yellow]Usage: /knowledge QUERY[/yellow]")
         return True
+    if knowledge.problem:
+        repl.console.print(Text(knowledge.problem, style="yellow"))
     found = await asyncio.to_thread(knowledge.search, arg, repl.app.settings.context_tokens // 4)
     if not found:
         repl.console.print("[dim]No note matches.[/dim]")

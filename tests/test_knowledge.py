@@ -233,6 +233,13 @@ def test_watcher_reflects_edit_new_and_deleted_files(notes: Path, tmp_path: Path
     profile.unlink()
     wait_until(lambda: k.search("albatross Wendel", 500) == [])
     assert "jonah-pike.md" not in files_of(k.search("Jonah Pike smuggler", 2000))
+    moved = tmp_path / "appendix"
+    moved.mkdir()
+    (moved / "maps.md").write_text("# Maps\n\nThe archipelago of Quillon.\n")
+    moved.rename(notes / "appendix")  # a whole folder moved in
+    wait_until(lambda: files_of(k.search("Quillon archipelago", 500)) == ["maps.md"])
+    (notes / "appendix").rename(tmp_path / "gone")  # and out again
+    wait_until(lambda: k.search("Quillon archipelago", 500) == [])
     k.close()
 
 
