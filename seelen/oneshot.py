@@ -7,7 +7,15 @@ import json
 import sys
 from typing import Any
 
-from seelen.agent import Done, Failed, Notice, TextDelta, ToolFinished, TurnUsage
+from seelen.agent import (
+    Done,
+    Failed,
+    KnowledgeUsed,
+    Notice,
+    TextDelta,
+    ToolFinished,
+    TurnUsage,
+)
 from seelen.app import App
 
 
@@ -40,6 +48,10 @@ async def answer_once(app: App, text: str, *, as_json: bool, ephemeral: bool) ->
                 tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
             elif isinstance(event, Notice):
                 err.print(f"[yellow]{event.message}[/yellow]")
+            elif isinstance(event, KnowledgeUsed) and not as_json:
+                from seelen.knowledge import used_line
+
+                err.print(used_line(event.passages), style="dim", markup=False)
     finally:
         session_id = app.sessions.current.session_id
         if ephemeral:

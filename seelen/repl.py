@@ -40,6 +40,7 @@ from seelen.agent import (
 )
 from seelen.app import App
 from seelen.errors import SeelenError
+from seelen.knowledge import used_line
 from seelen.manage import index_now, prepare, render_hits, render_why
 
 Handler = Callable[["Repl", str], Awaitable[bool]]
@@ -138,8 +139,7 @@ class EventPrinter:
                 f"{escape(outcome_preview(o.content, 100))}[/dim]"
             )
         elif isinstance(event, KnowledgeUsed):
-            labels = " · ".join(dict.fromkeys(p.label() for p in event.passages))
-            out.print(Text(f"used: {labels}", style="dim"))
+            out.print(Text(used_line(event.passages), style="dim"))
         elif isinstance(event, Notice):
             out.print(f"[yellow]{escape(event.message)}[/yellow]")
         elif isinstance(event, Failed):

@@ -321,3 +321,18 @@ def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path)
     assert f"{notes}  (profile, 49 notes indexed)" in listed.output
     assert runner.invoke(app, ["knowledge", "remove", str(notes)]).exit_code == 0
     assert "no knowledge folder" in runner.invoke(app, ["knowledge", "list"]).output
+
+
+async def test_ask_names_the_notes_it_used_on_stderr(
+    env: ModelServer, notes: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from seelen.oneshot import answer_once
+
+    monkeypatch.setenv("KNOWLEDGE_DIRS", str(notes))
+    app = build_app(load_settings())
+    env.enqueue("He keeps bees? No, that is Ilse.")
+    assert await answer_once(app, "Who is Piotr Halvorsen?", as_json=False, ephemeral=True) == 0
+    captured = capsys.readouterr()
+    assert "used: " + os.path.join("novel", "characters", "piotr-halvorsen.md") in captured.err
+    assert "used:" not in captured.out
+    await app.aclose()

@@ -65,6 +65,11 @@ class Passage:
         return f"{self.path} › {self.heading}" if self.heading else self.path
 
 
+def used_line(found: Sequence[Passage]) -> str:
+    """ "used: a.md › Intro · b.md", each file › heading once: what a reply shows it used."""
+    return "used: " + " · ".join(dict.fromkeys(p.label() for p in found))
+
+
 @dataclass(frozen=True)
 class QueryPlan:
     """The FTS5 expression for a question, and the terms whose hits a passage is cut around."""
