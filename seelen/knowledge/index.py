@@ -52,6 +52,7 @@ class NoteIndex:
     """Chunks of every note, their terms, and each file's signature (mtime, size)."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(path.parent, 0o700)
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))

@@ -9,6 +9,7 @@ indexed so far.
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -178,10 +179,14 @@ class Knowledge:
         """The passages that best answer `question`, best first, within `budget_tokens`."""
         if self._thread is not None:
             self._ready.wait(READY_WAIT)
-        query = plan(self.index, question)
+        try:
+            query = plan(self.index, question)
+            hits = self.index.search(query.match, CANDIDATES) if query else []
+        except sqlite3.Error as exc:  # the notes are an extra: a broken index never ends a turn
+            self.error = f"cannot read {self.index.path} ({exc}); delete it to rebuild it"
+            return []
         if query is None:
             return []
-        hits = self.index.search(query.match, CANDIDATES)
         show = {h.path: display_path(h.path, self.roots) for h in hits}
         return passages(hits, query, budget_tokens, show)
 
