@@ -212,6 +212,16 @@ def test_links_out_of_the_folder_hidden_and_oversized_files_never_appear(tmp_pat
     k.close()
 
 
+def test_a_damaged_index_is_rebuilt_from_the_notes(notes: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "index.db").write_bytes(b"not a database at all" * 100)
+    k = Knowledge([str(notes)], state)
+    assert k.catch_up().indexed == 49
+    assert files_of(k.search("Elena Voss", 300))[0] == "elena-voss.md"
+    k.close()
+
+
 def test_index_files_are_private(knowledge, tmp_path: Path) -> None:
     state = tmp_path / "state"
     assert stat.S_IMODE(state.stat().st_mode) == 0o700

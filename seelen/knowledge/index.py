@@ -55,13 +55,26 @@ class NoteIndex:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         os.chmod(path.parent, 0o700)
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        os.chmod(path, 0o600)  # SQLite gives -wal and -shm the same mode
-        self._write = self._connect(path)
-        self._migrate()
+        try:
+            self._write = self._open(path)
+        except sqlite3.DatabaseError:  # damaged: it holds only derived data, so start afresh
+            for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                stale.unlink(missing_ok=True)
+            self._write = self._open(path)
         self._read = self._connect(path)
         self._wlock = threading.Lock()
         self._rlock = threading.Lock()
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.chmod(path, 0o600)  # SQLite gives -wal and -shm the same mode
+        conn = self._connect(path)
+        try:
+            self._migrate(conn)
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -71,18 +84,18 @@ class NoteIndex:
         conn.execute("PRAGMA busy_timeout=5000")
         return conn
 
-    def _migrate(self) -> None:
-        version = self._write.execute("PRAGMA user_version").fetchone()[0]
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
             return
-        for (name,) in self._write.execute(
+        for (name,) in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE '%fts5%'"
             " AND name NOT LIKE 'chunk_terms_%' AND name NOT LIKE 'sqlite_%'"
         ).fetchall():
-            self._write.execute(f'DROP TABLE IF EXISTS "{name}"')
+            conn.execute(f'DROP TABLE IF EXISTS "{name}"')
         for name in ("vocab", "chunk_terms"):
-            self._write.execute(f"DROP TABLE IF EXISTS {name}")
-        self._write.executescript(_SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
+            conn.execute(f"DROP TABLE IF EXISTS {name}")
+        conn.executescript(_SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
 
     # --- writing -------------------------------------------------------------------------
 
