@@ -269,6 +269,11 @@ def test_changes_made_while_not_running_are_caught_up_on_start(notes: Path, tmp_
     assert k.index.doc_freq("lyon") == 1
     assert files_of(k.search("narwhal", 500)) == ["new.md"]
     k.close()
+    other = tmp_path / "other"
+    other.mkdir()
+    k = Knowledge([str(other)], tmp_path / "state")  # the novel's folder was removed
+    assert k.catch_up().dropped == 49 and k.index.chunk_count() == 0
+    k.close()
 
 
 # --- in the product -------------------------------------------------------------------------
