@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 from seelen.clock import Clock
 from seelen.errors import ModelError
 from seelen.llm import ChatModel, Completion, TextChunk
-from seelen.memory.context import PromptParts, build_messages
+from seelen.memory.context import SHARES, PromptParts, build_messages
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.sessions import Sessions
 from seelen.prompts import DatedText
 from seelen.store import Turn, now_ms
 
 if TYPE_CHECKING:
+    from seelen.knowledge import Knowledge, Passage
     from seelen.memory.recall import Recall, RecallResult
     from seelen.tools.base import ToolOutcome, ToolRegistry
 
@@ -74,12 +75,29 @@ class Failed:
 
 
 @dataclass(frozen=True)
+class KnowledgeUsed:
+    """Passages of the user's notes that were in the prompt of this reply."""
+
+    passages: Sequence[Passage]
+
+
+@dataclass(frozen=True)
 class Done:
     text: str
     interrupted: bool = False
 
 
-Event = Recalled | TextDelta | ToolStarted | ToolFinished | TurnUsage | Notice | Failed | Done
+Event = (
+    Recalled
+    | TextDelta
+    | ToolStarted
+    | ToolFinished
+    | TurnUsage
+    | Notice
+    | Failed
+    | KnowledgeUsed
+    | Done
+)
 
 
 @dataclass
@@ -114,6 +132,7 @@ class ChatBot:
         max_tool_rounds: int = 6,
         on_saved: Callable[[], None] = lambda: None,
         log_prompt: Callable[[list[dict[str, Any]]], None] | None = None,
+        knowledge: Knowledge | None = None,
     ) -> None:
         self.sessions = sessions
         self.store = sessions.store
@@ -128,6 +147,8 @@ class ChatBot:
         self.on_saved = on_saved
         self.log_prompt = log_prompt
         self.last_recall: RecallResult | None = None
+        self.knowledge = knowledge
+        self.last_passages: Sequence[Passage] = ()
 
     async def turn(self, text: str, *, ephemeral: bool = False) -> AsyncIterator[Event]:
         """Save the user's words, then answer them; an ephemeral turn writes nothing."""
@@ -183,6 +204,7 @@ class ChatBot:
         recalled = await self._recall(question.text)
         if recalled is not None:
             yield Recalled(recalled)
+        await self._consult_notes(question.text)
         rounds = 0
         while True:
             offer = self._tool_specs() if rounds < self.max_tool_rounds else []
@@ -220,6 +242,8 @@ class ChatBot:
                 rounds += 1
                 continue
             self._save_reply(log, completion.text, tally)
+            if self.last_passages:
+                yield KnowledgeUsed(self.last_passages)
             yield tally.usage()
             yield Done(completion.text)
             return
@@ -230,6 +254,13 @@ class ChatBot:
         sid = self.sessions.current.session_id
         self.last_recall = await asyncio.to_thread(self.recall.search, query, sid)
         return self.last_recall
+
+    async def _consult_notes(self, query: str) -> None:
+        """The passages of the user's notes for this question, within their budget share."""
+        if self.knowledge is None:
+            return
+        budget = int(self.context_tokens * SHARES["knowledge"])
+        self.last_passages = await asyncio.to_thread(self.knowledge.search, query, budget)
 
     def _tool_specs(self) -> list[dict[str, Any]]:
         if self.tools is None or not self.tools_enabled:
@@ -247,6 +278,7 @@ class ChatBot:
             related_turns=self._dated(recalled.turns if recalled else ()),
             live=live,
             now=self.clock.now(),
+            notes=[(p.label(), p.text) for p in self.last_passages],
         )
         return build_messages(parts, self.context_tokens)
 

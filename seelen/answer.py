@@ -30,6 +30,8 @@ class AnswerPrinter:
             self.streamed = True
         elif kind == "notice":
             print(f"seelen: {message.get('message', '')}", file=sys.stderr)
+        elif kind == "used" and not self.as_json:  # which notes the answer drew on
+            print(message.get("text", ""), file=sys.stderr)
 
     def finish(self, final: dict[str, Any]) -> int:
         """Print the end of the answer (or the failure); returns the exit code."""

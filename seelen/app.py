@@ -27,6 +27,7 @@ from seelen.store import Store
 from seelen.tools.base import ToolRegistry
 
 if TYPE_CHECKING:
+    from seelen.knowledge import Knowledge
     from seelen.tools.mcp import McpManager
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -94,6 +95,7 @@ class App:
     tools_note: str = ""  # why tools are off, shown once in /tools
     tools: ToolRegistry | None = None
     mcp: McpManager | None = None
+    knowledge: Knowledge | None = None
     closers: list[Callable[[], Any]] = field(default_factory=list)
     restored: bool | None = None  # set by `start`: whether last time's session came back
 
@@ -243,7 +245,8 @@ def build_app(
         tools_note = "the local model cannot call tools; chatting without them"
     else:
         tools_note = ""
-    registry = build_tools(settings, recall, sessions, clock)
+    knowledge = start_knowledge(settings, closers) if with_model else None
+    registry = build_tools(settings, recall, sessions, clock, knowledge)
     bot = ChatBot(
         sessions,
         files,
@@ -257,6 +260,7 @@ def build_app(
         log_prompt=prompt_logger(directory / "logs", provider.api_key)
         if settings.debug_mode
         else None,
+        knowledge=knowledge,
     )
     bot.tools_enabled = not tools_note
     return App(
@@ -272,6 +276,7 @@ def build_app(
         recall=recall,
         tools_note=tools_note,
         tools=registry,
+        knowledge=knowledge,
         closers=closers,
     )
 
@@ -290,8 +295,23 @@ def local_limits(provider: Provider) -> tuple[int, int, dict[str, Any]]:
     return LOCAL_REPLY_TOKENS, budget, LOCAL_SAMPLING
 
 
+def start_knowledge(settings: Settings, closers: list[Callable[[], Any]]) -> Knowledge | None:
+    """The knowledge folders, indexed and watched in the background (None: no folder)."""
+    from seelen.knowledge.folders import open_knowledge
+
+    knowledge = open_knowledge(settings)
+    if knowledge is not None:
+        knowledge.start()
+        closers.append(knowledge.close)
+    return knowledge
+
+
 def build_tools(
-    settings: Settings, recall: Recall, sessions: Sessions, clock: Clock
+    settings: Settings,
+    recall: Recall,
+    sessions: Sessions,
+    clock: Clock,
+    knowledge: Knowledge | None = None,
 ) -> ToolRegistry:
     """The registry with the built-in tools; MCP servers join it later (`App.start_mcp`)."""
     from seelen.tools.local import builtin_tools
@@ -310,6 +330,10 @@ def build_tools(
         timezone=settings.timezone, jina_api_key=settings.jina_api_key, memory_search=memory_search
     ):
         registry.add(tool)
+    if knowledge is not None:
+        from seelen.knowledge.tool import knowledge_search_tool
+
+        registry.add(knowledge_search_tool(knowledge, settings.tool_result_chars // 4))
     return registry
 
 

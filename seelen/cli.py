@@ -24,6 +24,7 @@ from seelen.cli_common import (
 from seelen.cli_memory import register as register_memory_commands
 from seelen.config import Settings
 from seelen.errors import SeelenError
+from seelen.knowledge_cli import knowledge_app
 
 app = typer.Typer(
     help="Seelen: a terminal companion with long-term memory.\n\n"
@@ -158,6 +159,7 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
 
 
 register_memory_commands(app)
+app.add_typer(knowledge_app, name="knowledge")
 
 server_app = typer.Typer(
     help="The warm background process that answers `seelen ask` for a profile.\n\n"

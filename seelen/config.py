@@ -164,6 +164,17 @@ class Settings:
     idle_minutes: float = _setting(
         "SEELEN_IDLE_MINUTES", 15.0, _float(0.01), "the background process exits after this"
     )
+    knowledge_dirs: str = _setting(
+        "KNOWLEDGE_DIRS", "", _str, "note folders Seelen reads by itself, separated by ':'"
+    )
+    knowledge_patterns: str = _setting(
+        "KNOWLEDGE_PATTERNS", "*.md,*.txt", _str, "which files there are notes (globs, by ',')"
+    )
+    # A whole novel (~200,000 words) is about 1.2 MB: 2 MB keeps any hand-written note and
+    # skips exports and logs, which would flood the index with one file's words.
+    knowledge_max_bytes: int = _setting(
+        "KNOWLEDGE_MAX_BYTES", 2_000_000, _int(1), "larger files in those folders are skipped"
+    )
 
     @property
     def profile_dir(self) -> Path:

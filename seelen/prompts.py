@@ -42,6 +42,7 @@ def system_prompt(
     related_summaries: Sequence[DatedText],
     related_turns: Sequence[DatedText],
     now: datetime,
+    notes: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The system message, in the design's order; empty parts are left out."""
     parts = [
@@ -56,6 +57,9 @@ def system_prompt(
     if related_turns:
         body = "\n".join(f"- [{t.when}] {t.role}: {t.text}" for t in related_turns)
         parts.append(_section("Related past messages", body))
+    if notes:
+        body = "\n\n".join(f"[{label}]\n{text}" for label, text in notes)
+        parts.append(_section("From the user's notes (their knowledge folders)", body))
     parts.append(f"## Current time\n{now.strftime('%A, %Y-%m-%d %H:%M %Z').strip()}")
     return "\n\n".join(p for p in parts if p)
 

@@ -23,6 +23,7 @@ from seelen.agent import (
     Done,
     Event,
     Failed,
+    KnowledgeUsed,
     Notice,
     Recalled,
     TextDelta,
@@ -266,6 +267,10 @@ class EventPrinter:
                 f"  {mark} [dim]{shown(o.name)} {o.seconds:.2f}s: "
                 f"{shown(outcome_preview(o.content, 100))}[/dim]"
             )
+        elif isinstance(event, KnowledgeUsed):
+            from seelen.knowledge import used_line
+
+            out.print(Text(visible(used_line(event.passages)), style="dim"))
         elif isinstance(event, Notice):
             out.print(f"[yellow]{shown(event.message)}[/yellow]")
         elif isinstance(event, Failed):

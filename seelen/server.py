@@ -192,7 +192,15 @@ async def run_owner(settings: Settings, host_factory: Callable[[Settings], Any])
 
 def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | None]) -> Any:
     """Turn the agent's events into wire messages; the last one is `done` or `failed`."""
-    from seelen.agent import Done, Failed, Notice, TextDelta, ToolFinished, TurnUsage
+    from seelen.agent import (
+        Done,
+        Failed,
+        KnowledgeUsed,
+        Notice,
+        TextDelta,
+        ToolFinished,
+        TurnUsage,
+    )
 
     async def convert() -> AsyncIterator[dict[str, Any]]:
         usage: dict[str, Any] | None = None
@@ -202,6 +210,10 @@ def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | No
                 yield {"type": "delta", "text": event.text}
             elif isinstance(event, Notice):
                 yield {"type": "notice", "message": event.message}
+            elif isinstance(event, KnowledgeUsed):
+                from seelen.knowledge import used_line
+
+                yield {"type": "used", "text": used_line(event.passages)}
             elif isinstance(event, ToolFinished):
                 tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
             elif isinstance(event, TurnUsage):

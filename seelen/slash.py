@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.completion import Completer, Completion, WordCompleter
 from prompt_toolkit.document import Document
+from rich.text import Text
 
 from seelen.render import render_hits, render_why, short, shown
 from seelen.runtime import index_now
@@ -151,4 +152,36 @@ async def _tools(repl: Repl, arg: str) -> bool:
     else:
         for status in app.mcp.status():
             repl.console.print(f"  [dim]MCP[/dim] {shown(status.line())}")
+    return True
+
+
+@command("/files", help="the notes the last reply used (file › heading)")
+async def _files(repl: Repl, arg: str) -> bool:
+    passages = repl.app.bot.last_passages
+    if not passages:
+        repl.console.print("[dim]The last reply used no notes.[/dim]")
+    for passage in passages:
+        repl.console.print(Text.assemble(("  ", ""), (passage.label(), "bold")))
+    return True
+
+
+@command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
+async def _knowledge(repl: Repl, arg: str) -> bool:
+    knowledge = repl.app.knowledge
+    if knowledge is None:
+        repl.console.print("[yellow]No knowledge folder: seelen knowledge add PATH[/yellow]")
+        return True
+    if not arg:
+        repl.console.print("[yellow]Usage: /knowledge QUERY[/yellow]")
+        return True
+    if knowledge.problem:
+        repl.console.print(Text(knowledge.problem, style="yellow"))
+    found = await asyncio.to_thread(knowledge.search, arg, repl.app.settings.context_tokens // 4)
+    if not found:
+        repl.console.print("[dim]No note matches.[/dim]")
+    for passage in found:
+        repl.console.print(
+            Text.assemble((f"{passage.score:7.2f}  ", "dim"), (passage.label(), "bold"))
+        )
+        repl.console.print(Text("         " + short(passage.text, 200), style="dim"))
     return True

@@ -23,6 +23,7 @@ SHARES = {
     "summary": 0.10,
     "related_sessions": 0.12,
     "related_turns": 0.12,
+    "knowledge": 0.15,  # passages of the user's notes: about five chunks at 8,000 tokens
 }
 
 
@@ -94,6 +95,7 @@ class PromptParts:
     related_turns: Sequence[DatedText]
     live: Sequence[Turn]
     now: datetime
+    notes: Sequence[tuple[str, str]] = ()  # (file › heading, passage), already fitted
 
 
 def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
@@ -107,6 +109,7 @@ def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
         ),
         related_turns=_fit_items(parts.related_turns, int(budget * SHARES["related_turns"])),
         now=parts.now,
+        notes=parts.notes,
     )
     left = budget - estimate_tokens(system)
     return [{"role": "system", "content": system}, *live_messages(parts.live, left)]

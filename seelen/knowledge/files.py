@@ -1,0 +1,135 @@
+"""Which files of a knowledge folder are notes, and reading them safely.
+
+A note matches one of the patterns (by file name), lies in no hidden folder, is not hidden
+itself, is not over the size limit, and really lies inside its folder: a symbolic link is
+read only when its target is inside the same folder, and linked folders are never entered
+(that also keeps a link loop from walking forever).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+# A file whose first 8 KiB hold a NUL byte is binary, whatever its name says (the same
+# heuristic as git and grep).
+_BINARY_PROBE = 8192
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """A note found in a folder: where it is, and its signature (mtime, size)."""
+
+    path: str  # absolute, as seen inside the folder
+    root: str  # the knowledge folder it belongs to (real path)
+    mtime_ns: int
+    size: int
+
+
+@dataclass(frozen=True)
+class NoteFilter:
+    """The rules that make a file a note: name patterns and a size limit in bytes."""
+
+    patterns: tuple[str, ...] = ("*.md", "*.txt")
+    max_bytes: int = 2_000_000
+
+    def wants_name(self, name: str) -> bool:
+        """True when a file name matches a pattern (case-insensitive) and is not hidden."""
+        if name.startswith("."):
+            return False
+        lowered = name.lower()
+        return any(fnmatch.fnmatch(lowered, p.lower()) for p in self.patterns)
+
+
+def real_root(folder: str) -> str:
+    """The real, absolute path of a knowledge folder (the folder itself may be a link)."""
+    return os.path.realpath(os.path.expanduser(folder))
+
+
+def inside(path: str, root: str) -> bool:
+    """True when the real path of `path` lies inside `root` (a real path)."""
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def walk(root: str, rules: NoteFilter, under: str | None = None) -> Iterator[NoteFile]:
+    """Every note in `root` (or in its subfolder `under`), never leaving the folder."""
+    start = under or root
+    if not inside(start, root) or _hidden_below(start, root):
+        return
+    stack = [start]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # vanished or unreadable: nothing to index there
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+                note = note_file(entry.path, root, rules)
+            except OSError:
+                continue
+            if note is not None:
+                yield note
+
+
+def note_file(path: str, root: str, rules: NoteFilter) -> NoteFile | None:
+    """The note at `path`, or None when it is not one (any more): wrong name, hidden,
+    too large, outside the folder, not a regular file, or gone."""
+    if not rules.wants_name(os.path.basename(path)) or _hidden_below(path, root):
+        return None
+    if not inside(path, root):
+        return None
+    try:
+        st = os.stat(path)  # follows a link, whose target was just checked to be inside
+    except OSError:
+        return None
+    if not os.path.isfile(path) or st.st_size > rules.max_bytes:
+        return None
+    return NoteFile(path, root, st.st_mtime_ns, st.st_size)
+
+
+def _hidden_below(path: str, root: str) -> bool:
+    """True when a part of `path` below `root` starts with a dot."""
+    rel = os.path.relpath(os.path.abspath(path), root)
+    return any(part.startswith(".") and part not in (".", "..") for part in rel.split(os.sep))
+
+
+def read_note(note: NoteFile, rules: NoteFilter) -> tuple[NoteFile, str] | None:
+    """The note's text with its signature at reading time, or None when it is binary, too
+    large or gone. UTF-8 first; GB18030 next, since Chinese notes saved by older Windows
+    editors use it."""
+    if not inside(note.path, note.root):  # the link may have changed since the walk
+        return None
+    try:
+        with open(os.path.realpath(note.path), "rb") as f:
+            st = os.fstat(f.fileno())
+            if st.st_size > rules.max_bytes:
+                return None
+            data = f.read(rules.max_bytes + 1)
+    except OSError:
+        return None
+    if len(data) > rules.max_bytes or b"\0" in data[:_BINARY_PROBE]:
+        return None
+    fresh = NoteFile(note.path, note.root, st.st_mtime_ns, st.st_size)
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            return fresh, data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return fresh, data.decode("utf-8", errors="replace")
+
+
+def display_path(path: str, roots: Sequence[str]) -> str:
+    """A note's path as shown to the user: its folder's name, then the path inside it."""
+    for root in roots:
+        if path.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.join(os.path.basename(root), os.path.relpath(path, root))
+    return path

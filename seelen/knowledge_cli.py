@@ -1,0 +1,90 @@
+"""`seelen knowledge add|list|remove|search`: the profile's note folders, from the shell.
+
+A typer sub-app of its own, registered by one line in `cli.py`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from seelen.config import Settings
+
+knowledge_app = typer.Typer(help="Note folders Seelen reads by itself (knowledge folders).")
+
+PathArg = Annotated[str, typer.Argument(help="a folder of notes")]
+ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
+DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
+
+
+def _settings(profile: str | None, data_dir: str | None) -> Settings:
+    from seelen.cli_common import settings_from
+    from seelen.config import prepare_profile_dir
+
+    settings = settings_from(profile, None, data_dir)
+    prepare_profile_dir(settings)
+    return settings
+
+
+@knowledge_app.command("add")
+def add(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Read the notes of PATH from now on (this profile only)."""
+    from seelen.knowledge.folders import add_folder
+
+    settings = _settings(profile, data_dir)
+    print(f"added {add_folder(settings.profile_dir, path)}")
+
+
+@knowledge_app.command("remove")
+def remove(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Stop reading PATH (its notes leave the index on the next start)."""
+    from seelen.errors import SeelenError
+    from seelen.knowledge.folders import remove_folder
+
+    settings = _settings(profile, data_dir)
+    if not remove_folder(settings.profile_dir, path):
+        raise SeelenError(f"knowledge remove: {path} is not in this profile's list")
+    print(f"removed {path}")
+
+
+@knowledge_app.command("list")
+def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """The folders read, where each comes from, and how many notes of it are indexed."""
+    from seelen.knowledge.folders import configured_dirs, indexed_counts, load_folders
+
+    settings = _settings(profile, data_dir)
+    env, own = configured_dirs(settings), load_folders(settings.profile_dir)
+    counts = indexed_counts(settings)
+    if not env and not own:
+        print("no knowledge folder; add one with: seelen knowledge add PATH")
+    for folder in dict.fromkeys([*env, *own]):
+        where = "KNOWLEDGE_DIRS" if folder in env else "profile"
+        count = counts.get(folder)
+        state = "missing" if count is None else f"{count} notes indexed"
+        print(f"{folder}  ({where}, {state})")
+
+
+@knowledge_app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="what to look for")],
+    tokens: Annotated[int, typer.Option(help="token budget of the answer")] = 2000,
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Bring the index up to date, then print the passages that best match QUERY."""
+    from seelen.knowledge.folders import open_knowledge
+
+    settings = _settings(profile, data_dir)
+    knowledge = open_knowledge(settings)
+    if knowledge is None:
+        print("no knowledge folder; add one with: seelen knowledge add PATH")
+        return
+    try:
+        knowledge.catch_up()
+        for passage in knowledge.search(query, tokens):
+            print(f"{passage.score:7.2f}  {passage.label()}")
+            print("         " + " ".join(passage.text.split())[:200])
+    finally:
+        knowledge.close()
