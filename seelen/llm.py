@@ -1,14 +1,13 @@
 """The chat model: a small protocol and an OpenAI-compatible client.
 
-The client streams, assembles native tool calls, and retries 429s, 5xx answers, timeouts
-and dropped connections with exponential backoff before the first token. After that a
-failure is a `ModelError` with one clear line; the caller keeps what was shown.
+The client streams and assembles native tool calls. Retries are the `openai` client's own
+(`max_retries`): 429s, 408/409, 5xx answers, timeouts and dropped connections are retried
+with jittered exponential backoff, honouring `Retry-After`, before the first token. After
+that a failure is a `ModelError` with one clear line; the caller keeps what was shown.
 """
 
 from __future__ import annotations
 
-import asyncio
-import random
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -77,16 +76,17 @@ class OpenAIChatModel:
         model: str,
         timeout: float = 60.0,
         max_retries: int = 3,
-        retry_base: float = 0.5,
         max_tokens: int = 0,
+        sampling: dict[str, Any] | None = None,
     ) -> None:
         self.name = model
         self.base_url = base_url
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
-        self._retry_base = retry_base
         self._max_tokens = max_tokens
+        # Extra request fields for chat replies (temperature, top_p, repeat_penalty…).
+        self._sampling = dict(sampling or {})
         self._client: Any = None
 
     def _get_client(self) -> Any:
@@ -97,7 +97,7 @@ class OpenAIChatModel:
                 base_url=self.base_url or None,
                 api_key=self._api_key or "not-needed",
                 timeout=self._timeout,
-                max_retries=0,  # retries are ours, so they are counted and reported once
+                max_retries=self._max_retries,  # honours Retry-After; backoff 0.5 s → 8 s
             )
         return self._client
 
@@ -118,7 +118,8 @@ class OpenAIChatModel:
         }
         if tools:
             kwargs["tools"] = list(tools)
-        response = await self._with_retries(self._capped(kwargs))
+        kwargs.update(self._sampling_fields())
+        response = await self._create(self._capped(kwargs))
         parts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage: Usage | None = None
@@ -158,7 +159,7 @@ class OpenAIChatModel:
         kwargs = self._capped(kwargs)
         if max_tokens:
             kwargs["max_tokens"] = min(max_tokens, kwargs.get("max_tokens") or max_tokens)
-        response = await self._with_retries(kwargs)
+        response = await self._create(kwargs)
         return (response.choices[0].message.content or "").strip()
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -166,28 +167,50 @@ class OpenAIChatModel:
             kwargs["max_tokens"] = self._max_tokens
         return kwargs
 
-    async def _with_retries(self, kwargs: dict[str, Any]) -> Any:
+    def _sampling_fields(self) -> dict[str, Any]:
+        """Sampling for chat replies: OpenAI's own fields as such, the rest as `extra_body`."""
+        standard = {k: v for k, v in self._sampling.items() if k in _OPENAI_SAMPLING}
+        extra = {k: v for k, v in self._sampling.items() if k not in _OPENAI_SAMPLING}
+        return {**standard, "extra_body": extra} if extra else standard
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        """One request; the client retries what is worth retrying, then one clear line."""
         import openai
 
-        client = self._get_client()
-        retryable = (
-            openai.RateLimitError,
-            openai.InternalServerError,
-            openai.APITimeoutError,
-            openai.APIConnectionError,
-        )
-        for attempt in range(self._max_retries + 1):
-            try:
-                return await client.chat.completions.create(**kwargs)
-            except retryable as exc:
-                if attempt == self._max_retries:
-                    tries = f" after {attempt + 1} tries" if attempt else ""
-                    raise ModelError(_describe(exc, self.base_url) + tries) from exc
-                delay = self._retry_base * 2**attempt
-                await asyncio.sleep(delay * (0.75 + random.random() / 2))
-            except openai.APIError as exc:
-                raise ModelError(_describe(exc, self.base_url)) from exc
-        raise AssertionError("unreachable")
+        try:
+            return await self._get_client().chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise ModelError(_describe(exc, self.base_url) + self._tries(exc)) from exc
+
+    def _tries(self, exc: Exception) -> str:
+        """How often the client tried, for failures it retries (see `_RETRIED_STATUS`)."""
+        import openai
+
+        if not self._max_retries:
+            return ""
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code not in _RETRIED_STATUS and exc.status_code < 500:
+                return ""
+            wait = _retry_after(exc)
+            if wait is not None and wait > 120:  # the client does not wait that long
+                return f" (it asks to wait {wait:.0f} s)"
+        elif not isinstance(exc, openai.APIConnectionError):  # includes timeouts
+            return ""
+        return f" after {self._max_retries + 1} tries"
+
+
+# Statuses the openai client retries besides 5xx (openai._base_client._should_retry).
+_RETRIED_STATUS = {408, 409, 429}
+# Sampling fields the chat-completions API defines; others (repeat_penalty, top_k…) are
+# llama.cpp's and travel in `extra_body`, which OpenAI itself would refuse.
+_OPENAI_SAMPLING = {"temperature", "top_p", "frequency_penalty", "presence_penalty", "seed"}
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        return float(exc.response.headers.get("retry-after", ""))
+    except (AttributeError, ValueError):
+        return None
 
 
 def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: Any) -> None:
