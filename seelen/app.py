@@ -7,9 +7,6 @@ data dir and a local model server. Nothing is patched at module level.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +17,7 @@ from seelen.clock import Clock
 from seelen.config import Settings, prepare_profile_dir
 from seelen.errors import ConfigError
 from seelen.llm import OpenAIChatModel
+from seelen.logs import PromptLog, attach_debug_log, private_dir
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Indexer, Recall
 from seelen.memory.sessions import Sessions
@@ -163,7 +161,7 @@ def start_local_server(
         raise ConfigError("LOCAL_MODEL_PATH: no GGUF model found; set it to a .gguf file")
     log = settings.profile_dir / "logs" / "llama.log" if settings.debug_mode else None
     if log is not None:
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(log.parent)
     server = LocalServer(path, on_progress=progress, log_file=log)
     provider.base_url = server.start()
     provider.api_key = server.api_key
@@ -231,9 +229,7 @@ def build_app(
         context_tokens=settings.context_tokens,
         max_tool_rounds=settings.max_tool_rounds,
         on_saved=indexer.wake,
-        log_prompt=prompt_logger(directory / "logs", provider.api_key)
-        if settings.debug_mode
-        else None,
+        log_prompt=debug_logs(settings, provider, closers),
     )
     bot.tools_enabled = not tools_note
     return App(
@@ -251,6 +247,20 @@ def build_app(
         tools=registry,
         closers=closers,
     )
+
+
+def debug_logs(
+    settings: Settings, provider: Provider, closers: list[Callable[[], Any]]
+) -> PromptLog | None:
+    """DEBUG_MODE: logs/prompts.jsonl and logs/seelen.log (redacted); None otherwise."""
+    if not settings.debug_mode:
+        return None
+    folder = settings.profile_dir / "logs"
+    secrets = (provider.api_key, settings.openai_api_key, settings.jina_api_key)
+    prompts = PromptLog(folder, *secrets)
+    closers.append(prompts.close)
+    closers.append(attach_debug_log(folder, *secrets))
+    return prompts
 
 
 def build_tools(
@@ -299,27 +309,3 @@ def build_recall(
         conv_num=settings.recall_conv_num,
     )
     return indexer, recall
-
-
-_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+)")
-
-
-def redact(text: str, *secrets: str) -> str:
-    """Hide API keys and bearer tokens before anything is written to a log."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return _SECRET.sub("[redacted]", text)
-
-
-def prompt_logger(directory: Path, *secrets: str) -> Callable[[list[dict[str, Any]]], None]:
-    """DEBUG_MODE: append every prompt sent to the model to logs/prompts.jsonl, redacted."""
-    lock = threading.Lock()
-
-    def log(messages: list[dict[str, Any]]) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        line = redact(json.dumps({"messages": messages}, ensure_ascii=False), *secrets)
-        with lock, open(directory / "prompts.jsonl", "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-
-    return log

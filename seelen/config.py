@@ -129,7 +129,9 @@ class Settings:
         "RECALL_CONV_NUM", 6, _int(0, 200), "related past turns shown to the model"
     )
     timezone: str = _setting("TIMEZONE", "", _timezone, "IANA name; empty = this machine's")
-    debug_mode: bool = _setting("DEBUG_MODE", False, _bool, "log prompts to logs/ (redacted)")
+    debug_mode: bool = _setting(
+        "DEBUG_MODE", False, _bool, "log prompts and retries to logs/ (redacted, rotated)"
+    )
     enable_mcp: bool = _setting("ENABLE_MCP", True, _bool, "connect the MCP servers")
     mcp_servers_file: str = _setting(
         "MCP_SERVERS_FILE", "mcp_servers.json", _str, "MCP server list, relative to the cwd"

@@ -163,3 +163,16 @@ async def test_debug_log_never_contains_the_api_key(
     assert "keep it" in log and "sk-test-secret-key-123" not in log
     json.loads(log.splitlines()[-1])
     await app.aclose()
+
+
+async def test_debug_log_records_the_clients_retries_without_the_key(
+    env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEBUG_MODE", "true")
+    env.enqueue(Reply(status=429), "fine now")
+    app = await open_app()
+    await collect(app.bot.turn("hello"))
+    await app.aclose()
+    log = (data_dir / "default" / "logs" / "seelen.log").read_text()
+    assert "Retrying request in" in log
+    assert "sk-test-secret-key-123" not in log
