@@ -125,8 +125,12 @@ class App:
 
     def start_mcp(self, on_event: Callable[[str], None]) -> McpManager | None:
         """Connect the MCP servers in the background (needs the running event loop)."""
-        path = Path(self.settings.mcp_servers_file)
-        if not self.settings.enable_mcp or self.tools is None or not path.is_file():
+        if not self.settings.enable_mcp or self.tools is None:
+            return None
+        from seelen.tools.mcp_config import find_config
+
+        path = find_config(self.settings.mcp_servers_file)  # a missing MCP_SERVERS_FILE raises
+        if path is None:
             return None
         from seelen.tools.mcp import McpManager
 

@@ -134,7 +134,10 @@ class Settings:
     )
     enable_mcp: bool = _setting("ENABLE_MCP", True, _bool, "connect the MCP servers")
     mcp_servers_file: str = _setting(
-        "MCP_SERVERS_FILE", "mcp_servers.json", _str, "MCP server list, relative to the cwd"
+        "MCP_SERVERS_FILE",
+        "",
+        _str,
+        "MCP server list (must exist); empty = ./mcp_servers.json when there is one",
     )
     embedding_provider: str = _setting(
         "EMBEDDING_PROVIDER", "local", _choice("local", "openai"), "local ONNX or the endpoint"

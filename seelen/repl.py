@@ -434,9 +434,7 @@ async def _tools(repl: Repl, arg: str) -> bool:
             )
     if app.mcp is None:
         state = (
-            "off (ENABLE_MCP=false)"
-            if not app.settings.enable_mcp
-            else (f"no {app.settings.mcp_servers_file} here")
+            "off (ENABLE_MCP=false)" if not app.settings.enable_mcp else "no mcp_servers.json here"
         )
         repl.console.print(f"[dim]MCP servers: {escape(state)}[/dim]")
     else:

@@ -16,6 +16,7 @@ from rich.console import Console
 from seelen.agent import Done, ToolFinished, ToolStarted
 from seelen.app import App, build_app
 from seelen.config import load_settings
+from seelen.errors import ConfigError
 from seelen.repl import Repl
 from seelen.tools.mcp import McpManager
 
@@ -181,4 +182,18 @@ async def test_a_crash_between_a_tool_call_and_its_result_does_not_wedge_the_ses
     sent = env.chat_requests()[-1]["messages"]
     tool = next(m for m in sent if m["role"] == "tool")
     assert tool["tool_call_id"] == "lost1" and "interrupted" in tool["content"]
+    await app2.aclose()
+
+
+async def test_a_missing_mcp_servers_file_is_reported_not_ignored(
+    env: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    app = build_app(load_settings())
+    assert app.start_mcp(lambda _: None) is None  # nothing configured, no ./mcp_servers.json
+    monkeypatch.setenv("MCP_SERVERS_FILE", str(tmp_path / "my_servers.json"))
+    app2 = build_app(load_settings())
+    with pytest.raises(ConfigError, match=r"^MCP_SERVERS_FILE: .*my_servers\.json does not exist"):
+        app2.start_mcp(lambda _: None)
+    await app.aclose()
     await app2.aclose()

@@ -32,6 +32,7 @@ from seelen.tools.mcp import (
     StdioServer,
     expand_vars,
     exposed_names,
+    find_config,
     load_config,
     parse_server,
 )
@@ -114,8 +115,34 @@ def test_invalid_json_is_one_error_naming_the_file_and_line(tmp_path: Path) -> N
         load_config(path)
 
 
-def test_a_missing_file_means_no_servers(tmp_path: Path) -> None:
-    assert load_config(tmp_path / "absent.json") == ({}, tmp_path)
+def test_a_missing_file_is_an_error_unless_it_is_the_default_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert find_config("") is None  # no MCP_SERVERS_FILE and no ./mcp_servers.json: no servers
+    with pytest.raises(ConfigError, match=r"^MCP_SERVERS_FILE: .*absent\.json does not exist$"):
+        find_config(str(tmp_path / "absent.json"))
+    with pytest.raises(ConfigError, match="is not a file"):
+        find_config(str(tmp_path))
+    (tmp_path / "mcp_servers.json").write_text("{}")
+    assert find_config("") == Path("mcp_servers.json")
+    with pytest.raises(ConfigError, match=r"absent\.json: no such file"):
+        load_config(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"mcpServers": {"a": {"command": "caf\xe9"}}}', r"not UTF-8 text \(byte 37\)"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_unreadable_json_is_one_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -123,7 +150,9 @@ def test_a_missing_file_means_no_servers(tmp_path: Path) -> None:
     [
         ([], "expected"),
         ({"mcpServers": []}, "expected"),
-        ({"servers": {}}, "unknown key 'servers'"),
+        ({"servers": []}, "expected"),
+        ({"mcpServers": {}, "servers": {}}, "has both 'mcpServers' and 'servers'"),
+        ({"mcpServers": {}, "tools": {}}, "unknown key 'tools'"),
     ],
 )
 def test_the_file_shape_is_checked(tmp_path: Path, data: Any, message: str) -> None:
@@ -149,9 +178,13 @@ def test_comment_keys_are_ignored() -> None:
         ({"args": []}, "needs 'command'"),
         ({"command": "x", "args": "-v"}, "field 'args' must be a list of strings"),
         ({"command": "x", "env": {"A": 1}}, "field 'env' must be an object of strings"),
-        ({"command": "x", "transport": "http"}, 'can only be "stdio"'),
+        ({"command": "x", "transport": "http"}, "has type \"stdio\", not 'http'"),
+        ({"command": "x", "type": "sse"}, "has type \"stdio\", not 'sse'"),
+        ({"url": "http://h", "type": "stdio"}, 'has type "http" or "sse", not "stdio"'),
+        ({"url": "http://h", "type": "http", "transport": "sse"}, "'type' and 'transport'"),
+        ({"url": "http://h", "auth": "a", "bearerToken": "b"}, "'auth' or 'bearerToken'"),
         ({"url": "ftp://h"}, "must start with http:// or https://"),
-        ({"url": "http://h", "transport": "ws"}, 'must be "http" or "sse"'),
+        ({"url": "http://h", "transport": "ws"}, 'must be one of "stdio", "http", "sse"'),
         ({"url": "http://h", "auth": 5}, "field 'auth' must be a string"),
         ("python", "expected an object"),
     ],
@@ -181,6 +214,52 @@ def test_variables_are_expanded_in_every_string() -> None:
         ConfigError, match=r"environment variable NOPE is not set \(used in env.K\)"
     ):
         parse_server({"command": "run", "env": {"K": "${NOPE}"}}, env)
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        # Claude Desktop
+        (
+            {"command": "npx", "args": ["-y", "srv"], "env": {"K": "v"}},
+            StdioServer("npx", ("-y", "srv"), {"K": "v"}),
+        ),
+        ({"url": "https://h/mcp"}, RemoteServer("https://h/mcp")),
+        # the design's own: bearerToken and type
+        ({"type": "stdio", "command": "run"}, StdioServer("run")),
+        (
+            {"type": "http", "url": "https://h/x", "bearerToken": "tk"},
+            RemoteServer("https://h/x", "http", {}, "tk"),
+        ),
+        ({"type": "sse", "url": "https://h/events"}, RemoteServer("https://h/events", "sse")),
+        # VS Code: type and headers; Windsurf: serverUrl; Cline: streamableHttp
+        (
+            {"type": "http", "url": "https://h/m", "headers": {"Authorization": "Bearer x"}},
+            RemoteServer("https://h/m", "http", {"Authorization": "Bearer x"}),
+        ),
+        ({"serverUrl": "https://h/sse"}, RemoteServer("https://h/sse", "sse")),
+        ({"type": "streamableHttp", "url": "https://h/m"}, RemoteServer("https://h/m")),
+    ],
+)
+def test_entries_as_other_clients_write_them(entry: dict, expected: Any) -> None:
+    assert parse_server(entry, {}) == expected
+
+
+def test_a_vs_code_file_loads(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    vscode = {
+        "inputs": [{"type": "promptString", "id": "key", "password": True}],
+        "servers": {"fs": {"type": "stdio", "command": "run", "args": ["."]}},
+    }
+    path.write_text(json.dumps(vscode))
+    servers, base = load_config(path)
+    assert parse_server(servers["fs"], {}, base) == StdioServer("run", (".",))
+
+
+def test_a_token_in_a_bad_url_is_not_shown() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_server({"url": "ws://h/mcp?token=hunter2hunter2"}, {})
+    assert "hunter2" not in str(info.value)
 
 
 def test_python_means_this_interpreter_and_cwd_is_relative_to_the_file(tmp_path: Path) -> None:
@@ -300,7 +379,7 @@ async def test_failing_servers_fail_alone_and_quickly() -> None:
             "silent: failed — no answer to the MCP handshake within 1 s",
             "keyless: failed — environment variable SEELEN_TEST_UNSET is not set (used in auth)",
             "typo: failed — unknown field 'argv' "
-            "(allowed: command, args, env, cwd, transport, disabled)",
+            "(allowed: command, args, env, cwd, type, transport, disabled)",
             "off: disabled",
         ]
         assert sorted(events) == sorted(
@@ -492,3 +571,60 @@ async def test_remote_servers_with_a_bearer_token(web_urls: dict[str, str]) -> N
         for name in ("web_add", "stream_add"):
             added = await call(registry, name, {"a": 2, "b": 3})
             assert (added.ok, added.content) == (True, "5")
+
+
+@needs_proc
+async def test_config_files_in_each_clients_format_connect(
+    tmp_path: Path, web_urls: dict[str, str]
+) -> None:
+    http_url, sse_url = web_urls["http"], web_urls["sse"]
+    tiny = {"command": "python", "args": [str(SERVERS / "tiny_server.py")]}
+    files = {
+        "claude": {
+            "mcpServers": {
+                "local": tiny,
+                "remote": {"url": http_url, "headers": {"Authorization": f"Bearer {TOKEN}"}},
+            }
+        },
+        "design": {
+            "mcpServers": {
+                "local": {"type": "stdio", **tiny},
+                "remote": {"type": "http", "url": http_url, "bearerToken": "${WEB_TOKEN}"},
+                "events": {"type": "sse", "url": sse_url, "bearerToken": "${WEB_TOKEN}"},
+            }
+        },
+        "vscode": {
+            "inputs": [{"type": "promptString", "id": "token", "password": True}],
+            "servers": {
+                "local": {"type": "stdio", **tiny},
+                "remote": {
+                    "type": "http",
+                    "url": http_url,
+                    "headers": {"Authorization": "Bearer ${WEB_TOKEN}"},
+                },
+            },
+        },
+    }
+    for kind, content in files.items():
+        path = tmp_path / f"{kind}.json"
+        path.write_text(json.dumps(content))
+        registry = ToolRegistry()
+        environ = {"WEB_TOKEN": TOKEN, "PATH": os.environ["PATH"]}
+        async with McpManager(path, registry, init_timeout=PATIENT, environ=environ) as manager:
+            assert await manager.wait_ready(PATIENT)
+            assert all(s.state == "ready" for s in manager.status()), (kind, manager.status())
+            assert (await call(registry, "local_echo", {"text": kind})).content == kind
+            for name in {"remote_add", "events_add"} & registry.names():
+                assert (await call(registry, name, {"a": 1, "b": 2})).content == "3"
+
+
+async def test_a_token_in_a_server_url_is_never_shown(web_urls: dict[str, str]) -> None:
+    events: list[str] = []
+    url = web_urls["http"] + "?token=hunter2hunter2"
+    config = {"mcpServers": {"leaky": {"url": url, "auth": "wrong"}}}
+    async with McpManager(config, ToolRegistry(), on_event=events.append) as manager:
+        assert await manager.wait_ready(PATIENT)
+        line = manager.status()[0].line()
+        assert line.startswith("leaky: failed — HTTP 401 Unauthorized from http://")
+        assert "token=[redacted]" in line
+        assert "hunter2" not in line and "hunter2" not in " ".join(events)

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from seelen.errors import ConfigError, ToolError
+from seelen.logs import mask_url, redact
 from seelen.tools.base import ToolRegistry, ToolSpec
 from seelen.tools.mcp_config import (
     RemoteServer,
     StdioServer,
     expand_vars,
+    find_config,
     is_disabled,
     load_config,
     parse_server,
@@ -41,6 +43,7 @@ __all__ = [
     "StdioServer",
     "expand_vars",
     "exposed_names",
+    "find_config",
     "load_config",
     "parse_server",
     "render_result",
@@ -380,14 +383,14 @@ class McpManager:
         if isinstance(exc, ToolError | ConfigError):
             reason = str(exc)
         elif server.http_error and isinstance(server.entry, RemoteServer):
-            reason = f"{server.http_error} from {server.entry.url}"
+            reason = f"{server.http_error} from {mask_url(server.entry.url)}"
         elif _timed_out(exc):
             reason = f"no answer to the MCP handshake within {self.init_timeout:g} s"
         elif isinstance(server.entry, RemoteServer):
-            reason = f"{_describe(exc)} ({server.entry.url})"
+            reason = f"{_describe(exc)} ({mask_url(server.entry.url)})"
         else:
             reason = _describe(exc)
-        return reason + _stderr_note(server.log)
+        return redact(reason + _stderr_note(server.log))
 
     def _fail(self, server: _Server, reason: str) -> None:
         server.state, server.reason, server.tools = "failed", reason, 0
