@@ -19,7 +19,7 @@ from typing import Any
 import mcp_types
 import pytest
 import uvicorn
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError as ServerToolError
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 
@@ -30,6 +30,7 @@ from seelen.tools.mcp import (
     McpManager,
     RemoteServer,
     StdioServer,
+    ToolProgress,
     expand_vars,
     exposed_names,
     find_config,
@@ -326,6 +327,7 @@ async def test_in_process_server_tools_are_registered_and_called() -> None:
         assert (refused.ok, refused.content) == (False, "error: not today")
         picture = await call(registry, "mem_picture")
         assert picture.content == "[image: image/png, 300 bytes]"
+        assert picture.images[0]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
     finally:
         await manager.aclose()
     assert registry.tools() == []
@@ -628,3 +630,91 @@ async def test_a_token_in_a_server_url_is_never_shown(web_urls: dict[str, str]) 
         assert line.startswith("leaky: failed — HTTP 401 Unauthorized from http://")
         assert "token=[redacted]" in line
         assert "hunter2" not in line and "hunter2" not in " ".join(events)
+
+
+# ---------------------------------------------------------------- what servers send back
+
+
+def chatty_server() -> FastMCP:
+    """Logs, reports progress and offers resources."""
+    server = FastMCP("chatty")
+
+    @server.tool
+    async def work(ctx: Context) -> str:
+        """Work in three steps, logging loudly."""
+        await ctx.log("disk on fire", level="emergency", logger_name="watchdog")
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+        await ctx.error("still burning")
+        return "worked"
+
+    @server.resource("notes://today", description="Today's notes")
+    def today() -> str:
+        return "buy milk"
+
+    @server.resource("pics://dot", mime_type="image/png")
+    def dot() -> bytes:
+        return b"\x89PNG" + b"1" * 60
+
+    return server
+
+
+# The in-process test server warns (server side) that MCP logging is deprecated in 2026-07-28.
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_server_logs_go_to_its_file_never_to_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    progress: list[ToolProgress] = []
+    registry = ToolRegistry()
+    async with McpManager(
+        {"mcpServers": {"chatty": chatty_server()}},
+        registry,
+        log_dir=tmp_path / "logs",
+        on_progress=progress.append,
+        init_timeout=PATIENT,
+    ) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert (await call(registry, "chatty_work")).content == "worked"
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    log = (tmp_path / "logs" / "mcp-chatty.log").read_text()
+    assert "CRITICAL server log: [watchdog]" in log and "disk on fire" in log
+    assert "ERROR server log:" in log and "still burning" in log
+    assert oct((tmp_path / "logs" / "mcp-chatty.log").stat().st_mode & 0o777) == "0o600"
+    assert [p.line() for p in progress] == [
+        "chatty_work: 1/3 – step 1",
+        "chatty_work: 2/3 – step 2",
+        "chatty_work: 3/3 – step 3",
+    ]
+
+
+@needs_proc
+async def test_a_task_only_tool_is_not_offered() -> None:
+    registry = ToolRegistry()
+    tiny = {"command": "python", "args": [str(SERVERS / "tiny_server.py")]}
+    async with McpManager({"mcpServers": {"tiny": tiny}}, registry) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert [s.line() for s in manager.status()] == [
+            "tiny: ready (2 tools; 1 task-only not offered)"
+        ]
+        assert sorted(registry.names()) == ["tiny_crash", "tiny_echo"]
+
+
+async def test_resources_can_be_read_through_a_tool() -> None:
+    registry = ToolRegistry()
+    config = {"mcpServers": {"chatty": chatty_server()}}
+    async with McpManager(config, registry, init_timeout=PATIENT) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert [s.line() for s in manager.status()] == ["chatty: ready (2 tools)"]
+        assert sorted(registry.names()) == ["chatty_read_resource", "chatty_work"]
+        reader = next(s for s in registry.tools() if s.name == "chatty_read_resource")
+        assert "notes://today: Today's notes" in reader.description
+        assert "pics://dot" in reader.description
+        text = await call(registry, "chatty_read_resource", {"uri": "notes://today"})
+        assert (text.ok, text.content) == (True, "buy milk")
+        picture = await call(registry, "chatty_read_resource", {"uri": "pics://dot"})
+        assert picture.content == "[image pics://dot: image/png, 64 bytes]"
+        url = picture.images[0]["image_url"]["url"]
+        assert base64.b64decode(url.removeprefix("data:image/png;base64,")).startswith(b"\x89PNG")
+        missing = await call(registry, "chatty_read_resource", {"uri": "notes://nope"})
+        assert not missing.ok and "chatty" in missing.content

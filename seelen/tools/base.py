@@ -79,6 +79,8 @@ class ToolOutcome:
     ok: bool
     seconds: float
     source: str = ""
+    # Images in the result, as OpenAI `image_url` content parts (see tools.mcp_content).
+    images: tuple[dict[str, Any], ...] = ()
 
 
 class ToolRegistry:
@@ -174,7 +176,8 @@ class ToolRegistry:
 
         def outcome(content: str, ok: bool, source: str = "") -> ToolOutcome:
             seconds = time.perf_counter() - started
-            return ToolOutcome(call.id, call.name, self._cut(content), ok, seconds, source)
+            images = getattr(content, "images", ())  # a ToolText keeps them past the cut
+            return ToolOutcome(call.id, call.name, self._cut(content), ok, seconds, source, images)
 
         chain = self._chain(call.name)
         if not chain:
