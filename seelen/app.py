@@ -204,6 +204,7 @@ def build_app(
         max_retries=settings.max_retries,
         max_tokens=settings.max_reply_tokens
         or (LOCAL_REPLY_TOKENS if provider.kind == "local" else 0),
+        sampling=chat_sampling(settings, provider),
     )
     closers.append(model.aclose)
     sessions = Sessions(
@@ -253,6 +254,14 @@ def build_app(
     )
 
 
+def chat_sampling(settings: Settings, provider: Provider) -> dict[str, Any]:
+    """Sampling fields for chat replies: TEMPERATURE when set."""
+    sampling: dict[str, Any] = {}
+    if settings.temperature is not None:
+        sampling["temperature"] = settings.temperature
+    return sampling
+
+
 def debug_logs(
     settings: Settings, provider: Provider, closers: list[Callable[[], Any]]
 ) -> PromptLog | None:
@@ -282,7 +291,11 @@ def build_tools(
         lines += [f"[{clock.fmt(t.start_ms)}] {t.role}: {t.text}" for t in result.turns]
         return "\n".join(lines) or "Nothing in memory matches."
 
-    registry = ToolRegistry(timeout=settings.tool_timeout, result_chars=settings.tool_result_chars)
+    registry = ToolRegistry(
+        timeout=settings.tool_timeout,
+        result_chars=settings.tool_result_chars,
+        disabled=settings.disabled_tools,
+    )
     for tool in builtin_tools(
         timezone=settings.timezone, jina_api_key=settings.jina_api_key, memory_search=memory_search
     ):

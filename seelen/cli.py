@@ -23,7 +23,7 @@ app = typer.Typer(
     no_args_is_help=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    add_completion=False,
+    add_completion=True,  # `seelen --install-completion` for bash, zsh, fish, PowerShell
 )
 
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from seelen.errors import ConfigError
 
+TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-*?")
 PROFILE_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -72,6 +73,23 @@ def _choice(*options: str) -> Callable[[str], str]:
     return parse
 
 
+def _temperature(raw: str) -> float | None:
+    if not raw.strip():
+        return None  # the endpoint's own default
+    value = _float(0.0)(raw)
+    if value > 2:
+        raise ValueError(f"must be between 0 and 2, got {value}")
+    return value
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    bad = [n for n in names if not set(n) <= TOOL_NAME_CHARS]
+    if bad:
+        raise ValueError(f"tool names are letters, digits, '_', '-' (or * ?), got {bad[0]!r}")
+    return names
+
+
 def _timezone(raw: str) -> str:
     value = raw.strip()
     if not value:
@@ -118,9 +136,11 @@ class Settings:
     )
     data_dir: str = _setting("SEELEN_DATA_DIR", "", _str, "where memories live")
     profile: str = _setting("SEELEN_PROFILE", "default", _profile, "separate memories per profile")
-    max_conv_num: int = _setting("MAX_CONV_NUM", 20, _int(2), "live turns before folding")
+    max_conv_num: int = _setting(
+        "MAX_CONV_NUM", 20, _int(2), "live exchanges (a message and its reply) before folding"
+    )
     refresh_every_conv_num: int = _setting(
-        "REFRESH_EVERY_CONV_NUM", 10, _int(1), "oldest turns folded into the summary at once"
+        "REFRESH_EVERY_CONV_NUM", 10, _int(1), "oldest exchanges folded into the summary at once"
     )
     recall_session_num: int = _setting(
         "RECALL_SESSION_NUM", 3, _int(0, 50), "related past sessions shown to the model"
@@ -148,6 +168,9 @@ class Settings:
     max_reply_tokens: int = _setting(
         "MAX_REPLY_TOKENS", 0, _int(0), "cap on tokens per model answer; 0 = the endpoint's"
     )
+    temperature: float | None = _setting(
+        "TEMPERATURE", None, _temperature, "chat model sampling, 0-2; empty = the endpoint's"
+    )
     request_timeout: float = _setting("REQUEST_TIMEOUT", 60.0, _float(1), "seconds per request")
     max_retries: int = _setting("MAX_RETRIES", 3, _int(0, 10), "retries on 429, 5xx, timeouts")
     max_tool_rounds: int = _setting("MAX_TOOL_ROUNDS", 6, _int(0, 50), "tool rounds per turn")
@@ -162,6 +185,9 @@ class Settings:
         "CONTEXT_TOKENS", 8000, _int(512), "token budget of the whole prompt"
     )
     jina_api_key: str = _setting("JINA_API_KEY", "", _str, "enables the web_search tool")
+    disabled_tools: tuple[str, ...] = _setting(
+        "DISABLED_TOOLS", (), _names, "comma-separated tool names to hide (* and ? match)"
+    )
 
     @property
     def profile_dir(self) -> Path:

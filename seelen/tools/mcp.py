@@ -236,12 +236,10 @@ class McpManager:
             schema.setdefault("type", "object")
             text = item.description or item.title or f"{item.name} (MCP server {server.name})"
             spec = ToolSpec(names[item.name], text, schema, source, item.name, self.call_timeout)
-            self.registry.add(McpTool(spec, server, self))
-            count += 1
+            count += self.registry.add(McpTool(spec, server, self))
         if reader:
             spec = resource_spec(names[RESOURCE_TOOL], server.name, resources)
-            self.registry.add(ResourceReader(spec, server, self))
-            count += 1
+            count += self.registry.add(ResourceReader(spec, server, self))
         server.state, server.tools = "ready", count
         server.skipped = len(listed) - len(offered)
 
