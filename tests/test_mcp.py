@@ -273,12 +273,13 @@ def test_python_means_this_interpreter_and_cwd_is_relative_to_the_file(tmp_path:
     assert parse_server({"url": "http://h/sse"}, {}).transport == "sse"
 
 
-def test_the_shipped_example_config_loads() -> None:
+def test_the_shipped_example_config_starts_nothing_but_every_entry_parses() -> None:
     servers, base = load_config(ROOT / "mcp_servers.json")
-    enabled = {n: e for n, e in servers.items() if not e.get("disabled")}
-    assert "time" in enabled
-    assert parse_server(enabled["time"], {}, base).command == sys.executable
-    assert any(e.get("disabled") and "url" in e for e in servers.values())
+    assert servers and all(e.get("disabled") is True for e in servers.values())
+    environ = {"HOME": "/home/u", "GITHUB_TOKEN": "t"}
+    parsed = {name: parse_server(entry, environ, base) for name, entry in servers.items()}
+    assert parsed["time"].command == sys.executable
+    assert parsed["github"] == RemoteServer("https://api.githubcopilot.com/mcp/", "http", {}, "t")
 
 
 # ---------------------------------------------------------------- names
