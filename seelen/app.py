@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from seelen.tools.mcp import McpManager
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-# Small local models tend to loop; unless MAX_REPLY_TOKENS says otherwise, cap their replies.
-LOCAL_REPLY_TOKENS = 512
 
 
 @dataclass
@@ -202,8 +200,7 @@ def build_app(
         model=provider.chat_model,
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
-        max_tokens=settings.max_reply_tokens
-        or (LOCAL_REPLY_TOKENS if provider.kind == "local" else 0),
+        max_tokens=reply_cap(settings, provider),
         sampling=chat_sampling(settings, provider),
     )
     closers.append(model.aclose)
@@ -231,7 +228,7 @@ def build_app(
         clock,
         recall=recall,
         tools=registry,
-        context_tokens=settings.context_tokens,
+        context_tokens=prompt_budget(settings, provider, model.max_tokens),
         max_tool_rounds=settings.max_tool_rounds,
         on_saved=indexer.wake,
         log_prompt=debug_logs(settings, provider, closers),
@@ -254,9 +251,30 @@ def build_app(
     )
 
 
+def reply_cap(settings: Settings, provider: Provider) -> int:
+    """MAX_REPLY_TOKENS; for the local provider a default cap, as small models loop."""
+    if settings.max_reply_tokens or provider.kind != "local":
+        return settings.max_reply_tokens
+    from seelen.local_model import LOCAL_REPLY_TOKENS
+
+    return LOCAL_REPLY_TOKENS
+
+
+def prompt_budget(settings: Settings, provider: Provider, reply_tokens: int) -> int:
+    """CONTEXT_TOKENS, but never more than the local server's context leaves for the prompt."""
+    if provider.server is None:
+        return settings.context_tokens
+    room = provider.server.ctx_size - (reply_tokens or provider.server.ctx_size // 4)
+    return max(512, min(settings.context_tokens, room))
+
+
 def chat_sampling(settings: Settings, provider: Provider) -> dict[str, Any]:
-    """Sampling fields for chat replies: TEMPERATURE when set."""
+    """Sampling for chat replies: small-model defaults for the local provider, TEMPERATURE."""
     sampling: dict[str, Any] = {}
+    if provider.kind == "local":
+        from seelen.local_model import LOCAL_SAMPLING
+
+        sampling.update(LOCAL_SAMPLING)
     if settings.temperature is not None:
         sampling["temperature"] = settings.temperature
     return sampling

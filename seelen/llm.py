@@ -84,9 +84,9 @@ class OpenAIChatModel:
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
-        self._max_tokens = max_tokens
+        self.max_tokens = max_tokens  # cap per answer; 0 = the endpoint's
         # Extra request fields for chat replies (temperature, top_p, repeat_penalty…).
-        self._sampling = dict(sampling or {})
+        self.sampling = dict(sampling or {})
         self._client: Any = None
 
     def _get_client(self) -> Any:
@@ -157,20 +157,23 @@ class OpenAIChatModel:
         """One non-streamed answer's text, capped at `max_tokens` when given."""
         kwargs: dict[str, Any] = {"model": model or self.name, "messages": list(messages)}
         kwargs = self._capped(kwargs)
+        extra = self._sampling_fields().get("extra_body")
+        if extra:  # a small model's anti-loop settings matter for summaries too
+            kwargs["extra_body"] = extra
         if max_tokens:
             kwargs["max_tokens"] = min(max_tokens, kwargs.get("max_tokens") or max_tokens)
         response = await self._create(kwargs)
         return (response.choices[0].message.content or "").strip()
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        if self._max_tokens:
-            kwargs["max_tokens"] = self._max_tokens
+        if self.max_tokens:
+            kwargs["max_tokens"] = self.max_tokens
         return kwargs
 
     def _sampling_fields(self) -> dict[str, Any]:
         """Sampling for chat replies: OpenAI's own fields as such, the rest as `extra_body`."""
-        standard = {k: v for k, v in self._sampling.items() if k in _OPENAI_SAMPLING}
-        extra = {k: v for k, v in self._sampling.items() if k not in _OPENAI_SAMPLING}
+        standard = {k: v for k, v in self.sampling.items() if k in _OPENAI_SAMPLING}
+        extra = {k: v for k, v in self.sampling.items() if k not in _OPENAI_SAMPLING}
         return {**standard, "extra_body": extra} if extra else standard
 
     async def _create(self, kwargs: dict[str, Any]) -> Any:
