@@ -1,15 +1,13 @@
-"""A newcomer's first chat with the bundled model: ten scripted turns, then archive.
+"""A new user's first chat with the bundled SmolLM2 model: ten turns, then /save.
 
-    .venv/bin/python bench/bench_first_chat.py [--variant shipped|plain] [--runs 1]
+Usage: python bench/bench_first_chat.py [--sampling seelen|none] [--temperature T]
+       [--repeat-penalty R] [--top-p P] [--max-tokens N] [--full-prompt] [--runs 1]
 
-Runs the real Seelen (local provider, bundled SmolLM2 through llama.cpp) with a fresh data
-dir: the user tells five facts and asks them back, then the session is archived. Reports,
-per run: the longest reply in tokens (goal ≤ 300), replies that loop (a word 4-gram seen
-more than 3 times; goal 0), seconds to the first token (median and worst), facts answered
-(of 5), archive seconds (goal ≤ 60), and whether the summary or profile loops.
-
-`--variant plain` sends no sampling options (the endpoint's defaults, as before), so the
-effect of the local provider's sampling can be measured on the same script.
+The conversation tells the model five facts and asks them back. Per run it prints each
+reply's length in tokens, whether it loops (a word 4-gram repeated more than 3 times), the
+seconds to the first token; then the facts answered and the archive (/save) time, and
+whether the archive wrote a loop into the summary or the profile. Everything runs offline,
+in a temporary data dir. CPU-heavy: run it a few times, on a quiet machine.
 """
 
 from __future__ import annotations
@@ -18,96 +16,163 @@ import argparse
 import asyncio
 import os
 import re
-import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from seelen.agent import Done, Failed, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
+from seelen.memory.persona import PROFILE
 
-SCRIPT: list[tuple[str, str | None]] = [
-    ("Hi! My name is Mara and I live in Lisbon.", None),
-    ("I work as a nurse at a children's hospital.", None),
-    ("My cat is called Pixel and she is three years old.", None),
-    ("What is my name?", "mara"),
-    ("I'm learning to play the cello.", None),
-    ("Which city do I live in?", "lisbon"),
-    ("What instrument am I learning?", "cello"),
-    ("What is my cat's name?", "pixel"),
-    ("What is my job?", "nurse"),
-    ("Thanks! Tell me in two sentences what you know about me.", None),
+FACTS = [
+    ("Hi! My name is Lena.", None),
+    ("I live in Porto and I work as a nurse.", None),
+    ("My cat is called Pixel.", None),
+    ("My favourite food is ramen.", None),
+    ("Tomorrow I fly to Oslo for my sister's wedding.", None),
+    ("What is my name?", "lena"),
+    ("Which city do I live in?", "porto"),
+    ("What is my cat called?", "pixel"),
+    ("What is my favourite food?", "ramen"),
+    ("Where am I flying tomorrow?", "oslo"),
 ]
+LOOP_REPEATS = 3  # a 4-gram seen more than this many times makes a reply a loop
+
+
+@dataclass
+class Reply:
+    """One turn's measurements."""
+
+    question: str
+    text: str = ""
+    tokens: int = 0
+    first_token: float = 0.0
+    seconds: float = 0.0
+    failed: str = ""
+    expected: str | None = None
+
+    @property
+    def loops(self) -> bool:
+        return loops(self.text)
+
+    @property
+    def answered(self) -> bool:
+        return self.expected is not None and self.expected in self.text.lower()
+
+
+@dataclass
+class Run:
+    replies: list[Reply] = field(default_factory=list)
+    archive_seconds: float = 0.0
+    summary: str = ""
+    profile: str = ""
 
 
 def loops(text: str) -> bool:
-    """True when some word 4-gram occurs more than three times."""
+    """Whether a word 4-gram repeats more than LOOP_REPEATS times."""
     words = re.findall(r"\w+", text.lower())
     grams = Counter(tuple(words[i : i + 4]) for i in range(len(words) - 3))
-    return bool(grams) and max(grams.values()) > 3
+    return bool(grams) and max(grams.values()) > LOOP_REPEATS
 
 
-async def one_run(variant: str) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"SEELEN_DATA_DIR": tmp, "ENABLE_MCP": "false", "LLM_PROVIDER": "local"}
-        settings = load_settings(env, environ={k: v for k, v in os.environ.items()
-                                               if not k.startswith(("OPENAI_", "SEELEN_"))})
-        app = build_app(settings)
-        if variant == "plain":
-            app.model.options = {}
-            app.sessions.tool_model.options = {}
-        try:
-            await app.open_session()
-            longest, looping, firsts, facts = 0, 0, [], 0
-            for text, expected in SCRIPT:
-                started, first, reply = time.perf_counter(), None, ""
-                async for event in app.bot.turn(text):
-                    if isinstance(event, TextDelta) and first is None:
-                        first = time.perf_counter() - started
-                    elif isinstance(event, TurnUsage):
-                        longest = max(longest, event.completion_tokens)
-                    elif isinstance(event, Done):
-                        reply = event.text
-                    elif isinstance(event, Failed):
-                        reply = f"(failed: {event.message})"
-                firsts.append(first if first is not None else time.perf_counter() - started)
-                looping += loops(reply)
-                facts += bool(expected and expected in reply.lower())
-                print(f"  > {text}\n    {' '.join(reply.split())[:160]}")
-            started = time.perf_counter()
-            result = await app.sessions.archive()
-            archive = time.perf_counter() - started
-            profile = app.files.read("user_profile.txt")
-        finally:
-            await app.aclose()
-    return {
-        "longest reply (tokens)": longest,
-        "looping replies": looping,
-        "first token median (s)": statistics.median(firsts),
-        "first token worst (s)": max(firsts),
-        "facts answered (of 5)": facts,
-        "archive (s)": archive,
-        "summary loops": float(loops(result.summary)),
-        "profile loops": float(loops(profile)),
-    }
+async def one_turn(app, question: str, expected: str | None) -> Reply:
+    reply = Reply(question, expected=expected)
+    started = time.perf_counter()
+    async for event in app.bot.turn(question):
+        if isinstance(event, TextDelta) and not reply.first_token:
+            reply.first_token = time.perf_counter() - started
+        elif isinstance(event, Done):
+            reply.text = event.text
+        elif isinstance(event, TurnUsage):
+            reply.tokens = event.completion_tokens
+        elif isinstance(event, Failed):
+            reply.failed = event.message
+    reply.seconds = time.perf_counter() - started
+    return reply
+
+
+async def run_once(args: argparse.Namespace) -> Run:
+    app = build_app(load_settings())
+    if args.sampling == "none":
+        app.model.sampling = {}
+        app.model.max_tokens = 0
+    for key, value in (
+        ("temperature", args.temperature),
+        ("repeat_penalty", args.repeat_penalty),
+        ("top_p", args.top_p),
+    ):
+        if value is not None:
+            app.model.sampling[key] = value
+    if args.max_tokens is not None:
+        app.model.max_tokens = args.max_tokens
+    if args.full_prompt:
+        app.bot.context_tokens = 8000  # the full rules, as an endpoint gets them
+    print(f"  prompt budget: {app.bot.context_tokens} tokens")
+    print(f"  sampling: {app.model.sampling}, reply cap: {app.model.max_tokens or 'none'}")
+    run = Run()
+    try:
+        await app.open_session()
+        for question, expected in FACTS:
+            reply = await one_turn(app, question, expected)
+            run.replies.append(reply)
+            mark = "LOOP " if reply.loops else ""
+            print(
+                f"  {reply.tokens:4d} tok {reply.first_token:5.1f}s first {reply.seconds:5.1f}s"
+                f" {mark}| {question} → {reply.text[:70]!r}",
+                flush=True,
+            )
+        started = time.perf_counter()
+        result = await app.sessions.archive()
+        run.archive_seconds = time.perf_counter() - started
+        run.summary = result.summary
+        run.profile = app.files.read(PROFILE)
+    finally:
+        await app.aclose()
+    return run
+
+
+def report(run: Run) -> None:
+    replies = run.replies
+    first = sorted(r.first_token for r in replies if r.first_token)
+    print(
+        f"  longest reply: {max(r.tokens for r in replies)} tokens"
+        f" | looping replies: {sum(r.loops for r in replies)}/10"
+        f" | first token: median {first[len(first) // 2]:.1f} s, max {first[-1]:.1f} s"
+        f" | facts answered: {sum(r.answered for r in replies)}/5"
+        f" | archive: {run.archive_seconds:.1f} s"
+        f" | summary {len(run.summary)} chars{' LOOPS' if loops(run.summary) else ''}"
+        f" | profile {len(run.profile)} chars{' LOOPS' if loops(run.profile) else ''}"
+    )
+    print(f"  summary: {run.summary[:200]!r}")
+    print(f"  profile: {run.profile[:200]!r}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--variant", choices=("shipped", "plain"), default="shipped")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sampling", choices=["seelen", "none"], default="seelen")
+    parser.add_argument("--temperature", type=float)
+    parser.add_argument("--repeat-penalty", type=float)
+    parser.add_argument("--top-p", type=float)
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--full-prompt", action="store_true", help="not the compact prompt")
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
-    print(f"variant {args.variant}; load average before: {os.getloadavg()[0]:.2f} (2 cores)")
-    for run in range(args.runs):
-        print(f"run {run + 1}:")
-        for key, value in asyncio.run(one_run(args.variant)).items():
-            print(f"  {key:<24} {value:8.2f}")
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    for key in [k for k in os.environ if k.startswith(("OPENAI_", "LLM_", "CHAT_", "TOOL_"))]:
+        del os.environ[key]  # the bundled model, as a new user without an endpoint has it
+    os.environ["ENABLE_MCP"] = "false"
+    with tempfile.TemporaryDirectory(prefix="seelen-first-chat-") as folder:
+        os.environ["SEELEN_DATA_DIR"] = folder
+        for number in range(args.runs):
+            os.environ["SEELEN_PROFILE"] = f"run{number}"
+            print(f"run {number + 1}:")
+            report(asyncio.run(run_once(args)))
+    print(f"(load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

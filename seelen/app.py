@@ -7,8 +7,6 @@ data dir and a local model server. Nothing is patched at module level.
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +17,10 @@ from seelen.clock import Clock
 from seelen.config import Settings, prepare_profile_dir
 from seelen.errors import ConfigError, SeelenError
 from seelen.llm import OpenAIChatModel
+from seelen.logs import PromptLog, attach_debug_log, private_dir
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Indexer, Recall
 from seelen.memory.sessions import Sessions
-from seelen.redact import redact
 from seelen.store import Store
 from seelen.tools.base import ToolRegistry
 
@@ -150,8 +148,12 @@ class App:
 
     def start_mcp(self, on_event: Callable[[str], None]) -> McpManager | None:
         """Connect the MCP servers in the background (needs the running event loop)."""
-        path = Path(self.settings.mcp_servers_file)
-        if not self.settings.enable_mcp or self.tools is None or not path.is_file():
+        if not self.settings.enable_mcp or self.tools is None:
+            return None
+        from seelen.tools.mcp_config import find_config
+
+        path = find_config(self.settings.mcp_servers_file)  # a missing MCP_SERVERS_FILE raises
+        if path is None:
             return None
         from seelen.tools.mcp import McpManager
 
@@ -186,7 +188,7 @@ def start_local_server(
         raise ConfigError("LOCAL_MODEL_PATH: no GGUF model found; set it to a .gguf file")
     log = settings.profile_dir / "logs" / "llama.log" if settings.debug_mode else None
     if log is not None:
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(log.parent)
     server = LocalServer(path, on_progress=progress, log_file=log)
     provider.base_url = server.start()
     provider.api_key = server.api_key
@@ -223,10 +225,9 @@ def build_app(
         model=provider.chat_model,
         timeout=settings.request_timeout,
         max_retries=settings.max_retries,
-        max_tokens=settings.max_reply_tokens or local_limits(provider)[0],
-        options=local_limits(provider)[2],
+        max_tokens=reply_cap(settings, provider),
+        sampling=chat_sampling(settings, provider),
     )
-    context_tokens = min(settings.context_tokens, local_limits(provider)[1])
     closers.append(model.aclose)
     sessions = Sessions(
         store,
@@ -236,7 +237,7 @@ def build_app(
         tool_model_name=provider.tool_model,
         max_live=settings.max_conv_num,
         fold_count=settings.refresh_every_conv_num,
-        input_tokens=context_tokens,
+        input_tokens=prompt_budget(settings, provider, model.max_tokens),
     )
     indexer, recall = build_recall(settings, provider, store, directory)
     closers.append(indexer.stop)
@@ -254,12 +255,10 @@ def build_app(
         clock,
         recall=recall,
         tools=registry,
-        context_tokens=context_tokens,
+        context_tokens=prompt_budget(settings, provider, model.max_tokens),
         max_tool_rounds=settings.max_tool_rounds,
         on_saved=indexer.wake,
-        log_prompt=prompt_logger(directory / "logs", provider.api_key)
-        if settings.debug_mode
-        else None,
+        log_prompt=debug_logs(settings, provider, closers),
         knowledge=knowledge,
     )
     bot.tools_enabled = not tools_note
@@ -281,18 +280,47 @@ def build_app(
     )
 
 
-def local_limits(provider: Provider) -> tuple[int, int, dict[str, Any]]:
-    """(reply cap, prompt budget, sampling) for the bundled model; no limits otherwise.
+def reply_cap(settings: Settings, provider: Provider) -> int:
+    """MAX_REPLY_TOKENS; for the local provider a default cap, as small models loop."""
+    if settings.max_reply_tokens or provider.kind != "local":
+        return settings.max_reply_tokens
+    from seelen.local_model import LOCAL_REPLY_TOKENS
 
-    The prompt budget leaves the reply and a sixth of the context free: our token count
-    is an estimate, and llama.cpp refuses a request that does not fit its context.
-    """
-    if provider.kind != "local" or provider.server is None:
-        return 0, 10**9, {}
-    from seelen.local_model import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
+    return LOCAL_REPLY_TOKENS
 
-    budget = provider.server.ctx_size * 5 // 6 - LOCAL_REPLY_TOKENS
-    return LOCAL_REPLY_TOKENS, budget, LOCAL_SAMPLING
+
+def prompt_budget(settings: Settings, provider: Provider, reply_tokens: int) -> int:
+    """CONTEXT_TOKENS, but never more than the local server's context leaves for the prompt."""
+    if provider.server is None:
+        return settings.context_tokens
+    room = provider.server.ctx_size - (reply_tokens or provider.server.ctx_size // 4)
+    return max(512, min(settings.context_tokens, room))
+
+
+def chat_sampling(settings: Settings, provider: Provider) -> dict[str, Any]:
+    """Sampling for chat replies: small-model defaults for the local provider, TEMPERATURE."""
+    sampling: dict[str, Any] = {}
+    if provider.kind == "local":
+        from seelen.local_model import LOCAL_SAMPLING
+
+        sampling.update(LOCAL_SAMPLING)
+    if settings.temperature is not None:
+        sampling["temperature"] = settings.temperature
+    return sampling
+
+
+def debug_logs(
+    settings: Settings, provider: Provider, closers: list[Callable[[], Any]]
+) -> PromptLog | None:
+    """DEBUG_MODE: logs/prompts.jsonl and logs/seelen.log (redacted); None otherwise."""
+    if not settings.debug_mode:
+        return None
+    folder = settings.profile_dir / "logs"
+    secrets = (provider.api_key, settings.openai_api_key, settings.jina_api_key)
+    prompts = PromptLog(folder, *secrets)
+    closers.append(prompts.close)
+    closers.append(attach_debug_log(folder, *secrets))
+    return prompts
 
 
 def start_knowledge(settings: Settings, closers: list[Callable[[], Any]]) -> Knowledge | None:
@@ -325,7 +353,11 @@ def build_tools(
         lines += [f"[{clock.fmt(t.start_ms)}] {t.role}: {t.text}" for t in result.turns]
         return "\n".join(lines) or "Nothing in memory matches."
 
-    registry = ToolRegistry(timeout=settings.tool_timeout, result_chars=settings.tool_result_chars)
+    registry = ToolRegistry(
+        timeout=settings.tool_timeout,
+        result_chars=settings.tool_result_chars,
+        disabled=settings.disabled_tools,
+    )
     for tool in builtin_tools(
         timezone=settings.timezone, jina_api_key=settings.jina_api_key, memory_search=memory_search
     ):
@@ -360,16 +392,3 @@ def build_recall(
         conv_num=settings.recall_conv_num,
     )
     return indexer, recall
-
-
-def prompt_logger(directory: Path, *secrets: str) -> Callable[[list[dict[str, Any]]], None]:
-    """DEBUG_MODE: append every prompt sent to the model to logs/prompts.jsonl, redacted."""
-    lock = threading.Lock()
-
-    def log(messages: list[dict[str, Any]]) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        line = redact(json.dumps({"messages": messages}, ensure_ascii=False), *secrets)
-        with lock, open(directory / "prompts.jsonl", "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-
-    return log

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from seelen.errors import ConfigError
 
+TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-*?")
 PROFILE_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -73,6 +74,23 @@ def _choice(*options: str) -> Callable[[str], str]:
     return parse
 
 
+def _temperature(raw: str) -> float | None:
+    if not raw.strip():
+        return None  # the endpoint's own default
+    value = _float(0.0)(raw)
+    if value > 2:
+        raise ValueError(f"must be between 0 and 2, got {value}")
+    return value
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    bad = [n for n in names if not set(n) <= TOOL_NAME_CHARS]
+    if bad:
+        raise ValueError(f"tool names are letters, digits, '_', '-' (or * ?), got {bad[0]!r}")
+    return names
+
+
 def _timezone(raw: str) -> str:
     value = raw.strip()
     if not value:
@@ -119,9 +137,11 @@ class Settings:
     )
     data_dir: str = _setting("SEELEN_DATA_DIR", "", _str, "where memories live")
     profile: str = _setting("SEELEN_PROFILE", "default", _profile, "separate memories per profile")
-    max_conv_num: int = _setting("MAX_CONV_NUM", 20, _int(2), "live turns before folding")
+    max_conv_num: int = _setting(
+        "MAX_CONV_NUM", 20, _int(2), "live exchanges (a message and its reply) before folding"
+    )
     refresh_every_conv_num: int = _setting(
-        "REFRESH_EVERY_CONV_NUM", 10, _int(1), "oldest turns folded into the summary at once"
+        "REFRESH_EVERY_CONV_NUM", 10, _int(1), "oldest exchanges folded into the summary at once"
     )
     recall_session_num: int = _setting(
         "RECALL_SESSION_NUM", 3, _int(0, 50), "related past sessions shown to the model"
@@ -130,10 +150,15 @@ class Settings:
         "RECALL_CONV_NUM", 6, _int(0, 200), "related past turns shown to the model"
     )
     timezone: str = _setting("TIMEZONE", "", _timezone, "IANA name; empty = this machine's")
-    debug_mode: bool = _setting("DEBUG_MODE", False, _bool, "log prompts to logs/ (redacted)")
+    debug_mode: bool = _setting(
+        "DEBUG_MODE", False, _bool, "log prompts and retries to logs/ (redacted, rotated)"
+    )
     enable_mcp: bool = _setting("ENABLE_MCP", True, _bool, "connect the MCP servers")
     mcp_servers_file: str = _setting(
-        "MCP_SERVERS_FILE", "mcp_servers.json", _str, "MCP server list, relative to the cwd"
+        "MCP_SERVERS_FILE",
+        "",
+        _str,
+        "MCP server list (must exist); empty = ./mcp_servers.json when there is one",
     )
     embedding_provider: str = _setting(
         "EMBEDDING_PROVIDER", "local", _choice("local", "openai"), "local ONNX or the endpoint"
@@ -143,6 +168,9 @@ class Settings:
     )
     max_reply_tokens: int = _setting(
         "MAX_REPLY_TOKENS", 0, _int(0), "cap on tokens per model answer; 0 = the endpoint's"
+    )
+    temperature: float | None = _setting(
+        "TEMPERATURE", None, _temperature, "chat model sampling, 0-2; empty = the endpoint's"
     )
     request_timeout: float = _setting("REQUEST_TIMEOUT", 60.0, _float(1), "seconds per request")
     max_retries: int = _setting("MAX_RETRIES", 3, _int(0, 10), "retries on 429, 5xx, timeouts")
@@ -174,6 +202,9 @@ class Settings:
     # skips exports and logs, which would flood the index with one file's words.
     knowledge_max_bytes: int = _setting(
         "KNOWLEDGE_MAX_BYTES", 2_000_000, _int(1), "larger files in those folders are skipped"
+    )
+    disabled_tools: tuple[str, ...] = _setting(
+        "DISABLED_TOOLS", (), _names, "comma-separated tool names to hide (* and ? match)"
     )
 
     @property

@@ -1,20 +1,18 @@
 """The chat model: a small protocol and an OpenAI-compatible client.
 
-The client streams, assembles native tool calls, and retries 429s, 5xx answers, timeouts
-and dropped connections with exponential backoff before the first token. After that a
-failure is a `ModelError` with one clear line; the caller keeps what was shown.
+The client streams and assembles native tool calls. Retries are the `openai` client's own
+(`max_retries`): 429s, 408/409, 5xx answers, timeouts and dropped connections are retried
+with jittered exponential backoff, honouring `Retry-After`, before the first token. After
+that a failure is a `ModelError` with one clear line; the caller keeps what was shown.
 """
 
 from __future__ import annotations
 
-import asyncio
-import random
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seelen.errors import ModelError
-from seelen.redact import redact
 
 
 @dataclass(frozen=True)
@@ -78,19 +76,17 @@ class OpenAIChatModel:
         model: str,
         timeout: float = 60.0,
         max_retries: int = 3,
-        retry_base: float = 0.5,
         max_tokens: int = 0,
-        options: dict[str, Any] | None = None,
+        sampling: dict[str, Any] | None = None,
     ) -> None:
         self.name = model
-        # Sampling options sent with every request (`extra_body` for endpoint-specific ones).
-        self.options = dict(options or {})
         self.base_url = base_url
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
-        self._retry_base = retry_base
-        self._max_tokens = max_tokens
+        self.max_tokens = max_tokens  # cap per answer; 0 = the endpoint's
+        # Extra request fields for chat replies (temperature, top_p, repeat_penalty…).
+        self.sampling = dict(sampling or {})
         self._client: Any = None
 
     def _get_client(self) -> Any:
@@ -101,7 +97,7 @@ class OpenAIChatModel:
                 base_url=self.base_url or None,
                 api_key=self._api_key or "not-needed",
                 timeout=self._timeout,
-                max_retries=0,  # retries are ours, so they are counted and reported once
+                max_retries=self._max_retries,  # honours Retry-After; backoff 0.5 s → 8 s
             )
         return self._client
 
@@ -122,7 +118,8 @@ class OpenAIChatModel:
         }
         if tools:
             kwargs["tools"] = list(tools)
-        response = await self._with_retries(self._capped(kwargs))
+        kwargs.update(self._sampling_fields())
+        response = await self._create(self._capped(kwargs))
         parts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
         usage: Usage | None = None
@@ -144,15 +141,9 @@ class OpenAIChatModel:
                     for tc in delta.tool_calls or ():
                         _merge_tool_delta(calls, tc)
         except Exception as exc:
-            if parts or calls:  # it was answering: the answer is cut, not unreachable
-                raise ModelError(f"{_where(self.base_url)} broke off mid-answer") from exc
-            raise ModelError(_describe(exc, self.base_url, self._api_key)) from exc
+            raise ModelError(_describe(exc, self.base_url)) from exc
         finally:
             await response.close()
-        if finish is None:
-            # Every complete answer ends with a finish_reason; without one the stream was cut
-            # (or the body was no stream at all), so nothing here may pass for a whole reply.
-            raise ModelError(_unfinished(self.base_url, bool(parts or calls)))
         tool_calls = [
             ModelToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
             for i, c in sorted(calls.items())
@@ -166,42 +157,63 @@ class OpenAIChatModel:
         """One non-streamed answer's text, capped at `max_tokens` when given."""
         kwargs: dict[str, Any] = {"model": model or self.name, "messages": list(messages)}
         kwargs = self._capped(kwargs)
+        extra = self._sampling_fields().get("extra_body")
+        if extra:  # a small model's anti-loop settings matter for summaries too
+            kwargs["extra_body"] = extra
         if max_tokens:
             kwargs["max_tokens"] = min(max_tokens, kwargs.get("max_tokens") or max_tokens)
-        response = await self._with_retries(kwargs)
-        choices = getattr(response, "choices", None)
-        if not choices:  # a 200 whose body was not a chat completion (a proxy's error page)
-            raise ModelError(_unfinished(self.base_url, False))
-        return (choices[0].message.content or "").strip()
+        response = await self._create(kwargs)
+        return (response.choices[0].message.content or "").strip()
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        kwargs.update(self.options)
-        if self._max_tokens:
-            kwargs["max_tokens"] = self._max_tokens
+        if self.max_tokens:
+            kwargs["max_tokens"] = self.max_tokens
         return kwargs
 
-    async def _with_retries(self, kwargs: dict[str, Any]) -> Any:
+    def _sampling_fields(self) -> dict[str, Any]:
+        """Sampling for chat replies: OpenAI's own fields as such, the rest as `extra_body`."""
+        standard = {k: v for k, v in self.sampling.items() if k in _OPENAI_SAMPLING}
+        extra = {k: v for k, v in self.sampling.items() if k not in _OPENAI_SAMPLING}
+        return {**standard, "extra_body": extra} if extra else standard
+
+    async def _create(self, kwargs: dict[str, Any]) -> Any:
+        """One request; the client retries what is worth retrying, then one clear line."""
         import openai
 
-        client = self._get_client()
-        retryable = (
-            openai.RateLimitError,
-            openai.InternalServerError,
-            openai.APITimeoutError,
-            openai.APIConnectionError,
-        )
-        for attempt in range(self._max_retries + 1):
-            try:
-                return await client.chat.completions.create(**kwargs)
-            except retryable as exc:
-                if attempt == self._max_retries:
-                    tries = f" after {attempt + 1} tries" if attempt else ""
-                    raise ModelError(_describe(exc, self.base_url, self._api_key) + tries) from exc
-                delay = self._retry_base * 2**attempt
-                await asyncio.sleep(delay * (0.75 + random.random() / 2))
-            except openai.APIError as exc:
-                raise ModelError(_describe(exc, self.base_url, self._api_key)) from exc
-        raise AssertionError("unreachable")
+        try:
+            return await self._get_client().chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise ModelError(_describe(exc, self.base_url) + self._tries(exc)) from exc
+
+    def _tries(self, exc: Exception) -> str:
+        """How often the client tried, for failures it retries (see `_RETRIED_STATUS`)."""
+        import openai
+
+        if not self._max_retries:
+            return ""
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code not in _RETRIED_STATUS and exc.status_code < 500:
+                return ""
+            wait = _retry_after(exc)
+            if wait is not None and wait > 120:  # the client does not wait that long
+                return f" (it asks to wait {wait:.0f} s)"
+        elif not isinstance(exc, openai.APIConnectionError):  # includes timeouts
+            return ""
+        return f" after {self._max_retries + 1} tries"
+
+
+# Statuses the openai client retries besides 5xx (openai._base_client._should_retry).
+_RETRIED_STATUS = {408, 409, 429}
+# Sampling fields the chat-completions API defines; others (repeat_penalty, top_k…) are
+# llama.cpp's and travel in `extra_body`, which OpenAI itself would refuse.
+_OPENAI_SAMPLING = {"temperature", "top_p", "frequency_penalty", "presence_penalty", "seed"}
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        return float(exc.response.headers.get("retry-after", ""))
+    except (AttributeError, ValueError):
+        return None
 
 
 def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: Any) -> None:
@@ -216,23 +228,8 @@ def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: Any) -> None:
             slot["arguments"] += tc.function.arguments
 
 
-def _where(base_url: str) -> str:
-    return f"the model at {base_url or 'the OpenAI API'}"
-
-
-def _unfinished(base_url: str, started: bool) -> str:
-    """One line for an answer that never said it was complete."""
-    if started:
-        return f"{_where(base_url)} stopped before finishing its answer"
-    return f"{_where(base_url)} answered with no completion (is it OpenAI-compatible?)"
-
-
-def _describe(exc: Exception, base_url: str, api_key: str = "") -> str:
-    """One line for the user; never includes the API key, even when the endpoint echoes it."""
-    return redact(_explain(exc, base_url), api_key)
-
-
-def _explain(exc: Exception, base_url: str) -> str:
+def _describe(exc: Exception, base_url: str) -> str:
+    """One line for the user; never includes the API key."""
     import openai
 
     where = base_url or "the OpenAI API"

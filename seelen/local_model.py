@@ -41,6 +41,21 @@ INSTALL_HINT = "pip install 'seelen[local]'"
 _GGUF_MAGIC = b"GGUF"
 # "0.00.009.346 E gguf_init_from_reader: invalid magic characters ..."
 _LLAMA_LOG_LINE = re.compile(r"^\d[\d.]* (?P<level>[DIWE]) (?P<text>.*)$")
+# Sampling for small local models, as llama.cpp's server takes it. The bundled SmolLM2-135M
+# looped ("Eet eet eet!", 512 tokens) with llama.cpp's defaults (temperature 0.8, no repeat
+# penalty); these values come from bench/bench_first_chat.py runs on it (README has the
+# table): a low temperature keeps it on topic, top_p trims the unlikely tail, and a mild
+# repeat penalty over the last 128 tokens breaks loops without penalising the names it must
+# repeat from the prompt. TEMPERATURE overrides the temperature.
+LOCAL_SAMPLING: dict[str, float | int] = {
+    "temperature": 0.3,
+    "top_p": 0.9,
+    "repeat_penalty": 1.15,
+    "repeat_last_n": 128,
+}
+# Reply cap for the local provider unless MAX_REPLY_TOKENS is set: the first-chat target is
+# 300 tokens at most, and a small model's long replies are where it starts looping.
+LOCAL_REPLY_TOKENS = 256
 _QUIET = 1  # llama.cpp verbosity: errors only
 _INFO = 3  # llama.cpp verbosity: load and per-request information
 
@@ -65,33 +80,6 @@ def local_available(model_path: Path | None = None) -> bool:
     return importlib.util.find_spec("xllamacpp") is not None and bool(model and model.is_file())
 
 
-# SmolLM2 was trained with an 8k context; the KV cache for it costs ~180 MiB at 135M.
-LOCAL_CONTEXT = 8192
-# Replies of small models are capped: past ~300 tokens they drift and loop
-# (bench/bench_first_chat.py: the longest uncapped reply ran to the 512-token cap).
-LOCAL_REPLY_TOKENS = 300
-# Sampling for small local models, sent to llama.cpp with every request. Without it the
-# bundled model looped in most replies (bench/bench_first_chat.py --variant plain):
-# - repeat_penalty over the last 256 tokens and llama.cpp's DRY sampler (which penalises
-#   repeating any sequence longer than 2 tokens) break word-for-word loops;
-# - a lower temperature with top-p/min-p keeps answers on the facts given.
-# The values are llama.cpp's documented recommendations for DRY (multiplier 0.8, base
-# 1.75, allowed length 2) and common small-model defaults, not tuned to the benchmark.
-LOCAL_SAMPLING: dict[str, Any] = {
-    "temperature": 0.5,
-    "top_p": 0.9,
-    "extra_body": {
-        "min_p": 0.05,
-        "repeat_penalty": 1.15,
-        "repeat_last_n": 256,
-        "dry_multiplier": 0.8,
-        "dry_base": 1.75,
-        "dry_allowed_length": 2,
-        "dry_penalty_last_n": 512,
-    },
-}
-
-
 def default_threads() -> int:
     """Half the CPUs this process may use, at least one."""
     # Measured on 2 CPUs under load: 2 llama.cpp threads fell to ~3 tok/s while 1 thread
@@ -114,7 +102,7 @@ class LocalServer:
         model_path: Path,
         *,
         threads: int | None = None,
-        ctx_size: int = LOCAL_CONTEXT,
+        ctx_size: int = 4096,
         on_progress: Callable[[str], None] | None = None,
         log_file: Path | None = None,
         start_timeout: float = 60.0,

@@ -19,6 +19,12 @@ RULES = f"""You are Seelen, a companion with a long-term memory of this user.
 - Facts can change over time: the newest dated memory wins over an older one.
 - Answer in the user's language. Use Markdown when it helps."""
 
+# For small local models (a context of a few thousand tokens): fewer, plainer rules. A 135M
+# model copies tags such as <memory-quote> literally and rambles unless told to be brief.
+COMPACT_RULES = """You are Seelen, a friendly companion who remembers this user.
+Reply in one to three short sentences, in the user's language.
+Use the notes below when they matter; never invent memories."""
+
 
 @dataclass(frozen=True)
 class DatedText:
@@ -43,10 +49,13 @@ def system_prompt(
     related_turns: Sequence[DatedText],
     now: datetime,
     notes: Sequence[tuple[str, str]] = (),
+    compact: bool = False,
 ) -> str:
-    """The system message, in the design's order; empty parts are left out."""
+    """The system message, in the design's order; empty parts are left out.
+
+    `compact` uses `COMPACT_RULES`, for small models with a small context."""
     parts = [
-        RULES,
+        COMPACT_RULES if compact else RULES,
         _section("Your persona", persona),
         _section("What you know about the user", profile),
     ]

@@ -29,6 +29,8 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "DEBUG_MODE",
             "ENABLE_MCP",
             "MCP_SERVERS_FILE",
+            "TEMPERATURE",
+            "DISABLED_TOOLS",
         }:
             monkeypatch.delenv(key, raising=False)
     directory = tmp_path / "data"

@@ -76,6 +76,7 @@ class Reply:
     cut: str = "silent"
     # A 200 answer whose body is this raw text (not JSON, not SSE), e.g. a proxy's error page.
     raw_body: str | None = None
+    retry_after: str | None = None  # the Retry-After header of an error reply (429: "0")
 
 
 def _count_words(value: Any) -> int:
@@ -256,18 +257,22 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             return self.rfile.read(length) if length > 0 else b""
 
-        def _send_json(self, status: int, payload: Any) -> None:
+        def _send_json(self, status: int, payload: Any, retry_after: str | None = None) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            if status == 429:
-                self.send_header("Retry-After", "0")
+            if retry_after is None and status == 429:
+                retry_after = "0"
+            if retry_after is not None:
+                self.send_header("Retry-After", retry_after)
             self.end_headers()
             self.wfile.write(data)
             self.wfile.flush()
 
-        def _send_error(self, status: int, message: str | None = None) -> None:
+        def _send_error(
+            self, status: int, message: str | None = None, retry_after: str | None = None
+        ) -> None:
             err_type, default = _ERROR_TYPES.get(status, ("api_error", f"HTTP {status}"))
             self._send_json(
                 status,
@@ -279,6 +284,7 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                         "code": None,
                     }
                 },
+                retry_after,
             )
 
         def _dispatch(self, method: str) -> None:
@@ -328,7 +334,7 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             if reply.status != 200:
-                self._send_error(reply.status, reply.text or None)
+                self._send_error(reply.status, reply.text or None, reply.retry_after)
                 return
             if reply.raw_body is not None:
                 data = reply.raw_body.encode()

@@ -16,6 +16,7 @@ from rich.console import Console
 from seelen.agent import Done, ToolFinished, ToolStarted
 from seelen.app import App, build_app
 from seelen.config import load_settings
+from seelen.errors import ConfigError
 from seelen.repl import Repl
 from seelen.tools.mcp import McpManager
 
@@ -182,3 +183,47 @@ async def test_a_crash_between_a_tool_call_and_its_result_does_not_wedge_the_ses
     tool = next(m for m in sent if m["role"] == "tool")
     assert tool["tool_call_id"] == "lost1" and "interrupted" in tool["content"]
     await app2.aclose()
+
+
+async def test_a_missing_mcp_servers_file_is_reported_not_ignored(
+    env: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    app = build_app(load_settings())
+    assert app.start_mcp(lambda _: None) is None  # nothing configured, no ./mcp_servers.json
+    monkeypatch.setenv("MCP_SERVERS_FILE", str(tmp_path / "my_servers.json"))
+    app2 = build_app(load_settings())
+    with pytest.raises(ConfigError, match=r"^MCP_SERVERS_FILE: .*my_servers\.json does not exist"):
+        app2.start_mcp(lambda _: None)
+    await app.aclose()
+    await app2.aclose()
+
+
+async def test_disabled_tools_are_neither_offered_nor_callable(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISABLED_TOOLS", "current_*")
+    env.enqueue(Reply(tool_calls=[call("current_time", {}, "x1")]), "No clock, sorry.")
+    app = await open_app()
+    events = [e async for e in app.bot.turn("what time is it?")]
+    offered = [t["function"]["name"] for t in env.chat_requests()[0].get("tools", [])]
+    assert "current_time" not in offered and "memory_search" in offered
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert (
+        not finished[0].outcome.ok and "unknown tool 'current_time'" in finished[0].outcome.content
+    )
+    await app.aclose()
+
+
+async def test_temperature_reaches_the_chat_request(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = await open_app()
+    [e async for e in app.bot.turn("hi")]
+    assert "temperature" not in env.chat_requests()[-1]  # unset: the endpoint's own default
+    await app.aclose()
+    monkeypatch.setenv("TEMPERATURE", "0.4")
+    app = await open_app()
+    [e async for e in app.bot.turn("hi again")]
+    assert env.chat_requests()[-1]["temperature"] == 0.4
+    await app.aclose()

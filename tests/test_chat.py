@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,7 @@ async def test_failed_call_keeps_the_turn_and_retry_answers_it(env: ModelServer)
     failure = [e for e in events if isinstance(e, Failed)]
     assert failure and "503" in failure[0].message and "overloaded" in failure[0].message
     assert len(env.chat_requests()) == 2  # one retry (MAX_RETRIES=1), then the error
+    assert failure[0].message.endswith("after 2 tries") and "\n" not in failure[0].message
     assert [t.text for t in app.sessions.live_turns()] == ["Please remember my dentist is Dr. Oz"]
     assert app.bot.unanswered().text == "Please remember my dentist is Dr. Oz"
 
@@ -104,6 +106,28 @@ async def test_rate_limit_is_retried_with_backoff(env: ModelServer) -> None:
     events = await collect(app.bot.turn("hello"))
     assert events[-1] == Done("after the wait")
     assert len(env.chat_requests()) == 2
+    await app.aclose()
+
+
+async def test_the_client_waits_as_long_as_retry_after_asks(env: ModelServer) -> None:
+    env.enqueue(Reply(status=503, retry_after="0.6"), "after the pause")
+    app = await open_app()
+    started = time.monotonic()
+    events = await collect(app.bot.turn("hello"))
+    waited = time.monotonic() - started
+    assert events[-1] == Done("after the pause")
+    assert len(env.chat_requests()) == 2
+    assert waited >= 0.6  # the client's own backoff alone would start at 0.5 s minus jitter
+    await app.aclose()
+
+
+async def test_a_bad_request_is_not_retried(env: ModelServer) -> None:
+    env.enqueue(Reply(status=400, text="context too long"), "never sent")
+    app = await open_app()
+    events = await collect(app.bot.turn("hello"))
+    assert isinstance(events[-1], Failed)
+    assert events[-1].message.endswith("answered 400: context too long")
+    assert len(env.chat_requests()) == 1
     await app.aclose()
 
 
@@ -153,3 +177,16 @@ async def test_debug_log_never_contains_the_api_key(
     assert "keep it" in log and "sk-test-secret-key-123" not in log
     json.loads(log.splitlines()[-1])
     await app.aclose()
+
+
+async def test_debug_log_records_the_clients_retries_without_the_key(
+    env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEBUG_MODE", "true")
+    env.enqueue(Reply(status=429), "fine now")
+    app = await open_app()
+    await collect(app.bot.turn("hello"))
+    await app.aclose()
+    log = (data_dir / "default" / "logs" / "seelen.log").read_text()
+    assert "Retrying request in" in log
+    assert "sk-test-secret-key-123" not in log

@@ -146,3 +146,12 @@ def test_usage_errors_are_explained_with_exit_code_2() -> None:
     assert "Invalid value for --mode" in result.stderr and "internal error" not in result.stderr
     unknown = run_seelen("nosuchcmd")
     assert unknown.returncode == 2 and "No such command" in unknown.stderr
+
+
+def test_shell_completion_can_be_installed() -> None:
+    from typer.testing import CliRunner
+
+    from seelen.cli import app
+
+    result = CliRunner().invoke(app, ["--help"])
+    assert "--install-completion" in result.output and "--show-completion" in result.output

@@ -33,6 +33,15 @@ def test_defaults_and_tool_model_falls_back_to_chat_model(tmp_path: Path) -> Non
     assert settings.profile_dir.name == "default"
 
 
+def test_temperature_and_disabled_tools_parse(tmp_path: Path) -> None:
+    environ = {"TEMPERATURE": "0.3", "DISABLED_TOOLS": " web_search, time_* ,"}
+    settings = load_settings({}, environ=environ, dotenv_path=tmp_path / "none")
+    assert settings.temperature == 0.3
+    assert settings.disabled_tools == ("web_search", "time_*")
+    default = load_settings({}, environ={}, dotenv_path=tmp_path / "none")
+    assert (default.temperature, default.disabled_tools) == (None, ())
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
@@ -41,6 +50,9 @@ def test_defaults_and_tool_model_falls_back_to_chat_model(tmp_path: Path) -> Non
         ("DEBUG_MODE", "maybe", "DEBUG_MODE: expected true or false"),
         ("SEELEN_PROFILE", "../escape", "SEELEN_PROFILE"),
         ("REFRESH_EVERY_CONV_NUM", "25", "REFRESH_EVERY_CONV_NUM: must be smaller"),
+        ("TEMPERATURE", "hot", "TEMPERATURE: expected a number"),
+        ("TEMPERATURE", "2.5", "TEMPERATURE: must be between 0 and 2"),
+        ("DISABLED_TOOLS", "web_search, rm -rf", "DISABLED_TOOLS: tool names are letters"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, key: str, value: str, expected: str) -> None:
@@ -88,5 +100,5 @@ def test_env_example_documents_every_setting() -> None:
         assert f"{key}=" in example, key
         if isinstance(default, bool):
             assert f"{key}={str(default).lower()}" in example
-        elif default not in ("", None):
+        elif default not in ("", None, ()):
             assert f"{key}={default}" in example, key

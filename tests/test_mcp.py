@@ -19,7 +19,7 @@ from typing import Any
 import mcp_types
 import pytest
 import uvicorn
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError as ServerToolError
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 
@@ -30,8 +30,10 @@ from seelen.tools.mcp import (
     McpManager,
     RemoteServer,
     StdioServer,
+    ToolProgress,
     expand_vars,
     exposed_names,
+    find_config,
     load_config,
     parse_server,
 )
@@ -114,8 +116,34 @@ def test_invalid_json_is_one_error_naming_the_file_and_line(tmp_path: Path) -> N
         load_config(path)
 
 
-def test_a_missing_file_means_no_servers(tmp_path: Path) -> None:
-    assert load_config(tmp_path / "absent.json") == ({}, tmp_path)
+def test_a_missing_file_is_an_error_unless_it_is_the_default_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert find_config("") is None  # no MCP_SERVERS_FILE and no ./mcp_servers.json: no servers
+    with pytest.raises(ConfigError, match=r"^MCP_SERVERS_FILE: .*absent\.json does not exist$"):
+        find_config(str(tmp_path / "absent.json"))
+    with pytest.raises(ConfigError, match="is not a file"):
+        find_config(str(tmp_path))
+    (tmp_path / "mcp_servers.json").write_text("{}")
+    assert find_config("") == Path("mcp_servers.json")
+    with pytest.raises(ConfigError, match=r"absent\.json: no such file"):
+        load_config(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"mcpServers": {"a": {"command": "caf\xe9"}}}', r"not UTF-8 text \(byte 37\)"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    ],
+)
+def test_unreadable_json_is_one_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -123,7 +151,9 @@ def test_a_missing_file_means_no_servers(tmp_path: Path) -> None:
     [
         ([], "expected"),
         ({"mcpServers": []}, "expected"),
-        ({"servers": {}}, "unknown key 'servers'"),
+        ({"servers": []}, "expected"),
+        ({"mcpServers": {}, "servers": {}}, "has both 'mcpServers' and 'servers'"),
+        ({"mcpServers": {}, "tools": {}}, "unknown key 'tools'"),
     ],
 )
 def test_the_file_shape_is_checked(tmp_path: Path, data: Any, message: str) -> None:
@@ -149,9 +179,13 @@ def test_comment_keys_are_ignored() -> None:
         ({"args": []}, "needs 'command'"),
         ({"command": "x", "args": "-v"}, "field 'args' must be a list of strings"),
         ({"command": "x", "env": {"A": 1}}, "field 'env' must be an object of strings"),
-        ({"command": "x", "transport": "http"}, 'can only be "stdio"'),
+        ({"command": "x", "transport": "http"}, "has type \"stdio\", not 'http'"),
+        ({"command": "x", "type": "sse"}, "has type \"stdio\", not 'sse'"),
+        ({"url": "http://h", "type": "stdio"}, 'has type "http" or "sse", not "stdio"'),
+        ({"url": "http://h", "type": "http", "transport": "sse"}, "'type' and 'transport'"),
+        ({"url": "http://h", "auth": "a", "bearerToken": "b"}, "'auth' or 'bearerToken'"),
         ({"url": "ftp://h"}, "must start with http:// or https://"),
-        ({"url": "http://h", "transport": "ws"}, 'must be "http" or "sse"'),
+        ({"url": "http://h", "transport": "ws"}, 'must be one of "stdio", "http", "sse"'),
         ({"url": "http://h", "auth": 5}, "field 'auth' must be a string"),
         ("python", "expected an object"),
     ],
@@ -183,6 +217,52 @@ def test_variables_are_expanded_in_every_string() -> None:
         parse_server({"command": "run", "env": {"K": "${NOPE}"}}, env)
 
 
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        # Claude Desktop
+        (
+            {"command": "npx", "args": ["-y", "srv"], "env": {"K": "v"}},
+            StdioServer("npx", ("-y", "srv"), {"K": "v"}),
+        ),
+        ({"url": "https://h/mcp"}, RemoteServer("https://h/mcp")),
+        # the design's own: bearerToken and type
+        ({"type": "stdio", "command": "run"}, StdioServer("run")),
+        (
+            {"type": "http", "url": "https://h/x", "bearerToken": "tk"},
+            RemoteServer("https://h/x", "http", {}, "tk"),
+        ),
+        ({"type": "sse", "url": "https://h/events"}, RemoteServer("https://h/events", "sse")),
+        # VS Code: type and headers; Windsurf: serverUrl; Cline: streamableHttp
+        (
+            {"type": "http", "url": "https://h/m", "headers": {"Authorization": "Bearer x"}},
+            RemoteServer("https://h/m", "http", {"Authorization": "Bearer x"}),
+        ),
+        ({"serverUrl": "https://h/sse"}, RemoteServer("https://h/sse", "sse")),
+        ({"type": "streamableHttp", "url": "https://h/m"}, RemoteServer("https://h/m")),
+    ],
+)
+def test_entries_as_other_clients_write_them(entry: dict, expected: Any) -> None:
+    assert parse_server(entry, {}) == expected
+
+
+def test_a_vs_code_file_loads(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    vscode = {
+        "inputs": [{"type": "promptString", "id": "key", "password": True}],
+        "servers": {"fs": {"type": "stdio", "command": "run", "args": ["."]}},
+    }
+    path.write_text(json.dumps(vscode))
+    servers, base = load_config(path)
+    assert parse_server(servers["fs"], {}, base) == StdioServer("run", (".",))
+
+
+def test_a_token_in_a_bad_url_is_not_shown() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_server({"url": "ws://h/mcp?token=hunter2hunter2"}, {})
+    assert "hunter2" not in str(info.value)
+
+
 def test_python_means_this_interpreter_and_cwd_is_relative_to_the_file(tmp_path: Path) -> None:
     (tmp_path / "srv").mkdir()
     path = tmp_path / "mcp_servers.json"
@@ -193,12 +273,13 @@ def test_python_means_this_interpreter_and_cwd_is_relative_to_the_file(tmp_path:
     assert parse_server({"url": "http://h/sse"}, {}).transport == "sse"
 
 
-def test_the_shipped_example_config_loads() -> None:
+def test_the_shipped_example_config_starts_nothing_but_every_entry_parses() -> None:
     servers, base = load_config(ROOT / "mcp_servers.json")
-    enabled = {n: e for n, e in servers.items() if not e.get("disabled")}
-    assert "time" in enabled
-    assert parse_server(enabled["time"], {}, base).command == sys.executable
-    assert any(e.get("disabled") and "url" in e for e in servers.values())
+    assert servers and all(e.get("disabled") is True for e in servers.values())
+    environ = {"HOME": "/home/u", "GITHUB_TOKEN": "t"}
+    parsed = {name: parse_server(entry, environ, base) for name, entry in servers.items()}
+    assert parsed["time"].command == sys.executable
+    assert parsed["github"] == RemoteServer("https://api.githubcopilot.com/mcp/", "http", {}, "t")
 
 
 # ---------------------------------------------------------------- names
@@ -247,6 +328,7 @@ async def test_in_process_server_tools_are_registered_and_called() -> None:
         assert (refused.ok, refused.content) == (False, "error: not today")
         picture = await call(registry, "mem_picture")
         assert picture.content == "[image: image/png, 300 bytes]"
+        assert picture.images[0]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
     finally:
         await manager.aclose()
     assert registry.tools() == []
@@ -300,7 +382,7 @@ async def test_failing_servers_fail_alone_and_quickly() -> None:
             "silent: failed — no answer to the MCP handshake within 1 s",
             "keyless: failed — environment variable SEELEN_TEST_UNSET is not set (used in auth)",
             "typo: failed — unknown field 'argv' "
-            "(allowed: command, args, env, cwd, transport, disabled)",
+            "(allowed: command, args, env, cwd, type, transport, disabled)",
             "off: disabled",
         ]
         assert sorted(events) == sorted(
@@ -492,3 +574,148 @@ async def test_remote_servers_with_a_bearer_token(web_urls: dict[str, str]) -> N
         for name in ("web_add", "stream_add"):
             added = await call(registry, name, {"a": 2, "b": 3})
             assert (added.ok, added.content) == (True, "5")
+
+
+@needs_proc
+async def test_config_files_in_each_clients_format_connect(
+    tmp_path: Path, web_urls: dict[str, str]
+) -> None:
+    http_url, sse_url = web_urls["http"], web_urls["sse"]
+    tiny = {"command": "python", "args": [str(SERVERS / "tiny_server.py")]}
+    files = {
+        "claude": {
+            "mcpServers": {
+                "local": tiny,
+                "remote": {"url": http_url, "headers": {"Authorization": f"Bearer {TOKEN}"}},
+            }
+        },
+        "design": {
+            "mcpServers": {
+                "local": {"type": "stdio", **tiny},
+                "remote": {"type": "http", "url": http_url, "bearerToken": "${WEB_TOKEN}"},
+                "events": {"type": "sse", "url": sse_url, "bearerToken": "${WEB_TOKEN}"},
+            }
+        },
+        "vscode": {
+            "inputs": [{"type": "promptString", "id": "token", "password": True}],
+            "servers": {
+                "local": {"type": "stdio", **tiny},
+                "remote": {
+                    "type": "http",
+                    "url": http_url,
+                    "headers": {"Authorization": "Bearer ${WEB_TOKEN}"},
+                },
+            },
+        },
+    }
+    for kind, content in files.items():
+        path = tmp_path / f"{kind}.json"
+        path.write_text(json.dumps(content))
+        registry = ToolRegistry()
+        environ = {"WEB_TOKEN": TOKEN, "PATH": os.environ["PATH"]}
+        async with McpManager(path, registry, init_timeout=PATIENT, environ=environ) as manager:
+            assert await manager.wait_ready(PATIENT)
+            assert all(s.state == "ready" for s in manager.status()), (kind, manager.status())
+            assert (await call(registry, "local_echo", {"text": kind})).content == kind
+            for name in {"remote_add", "events_add"} & registry.names():
+                assert (await call(registry, name, {"a": 1, "b": 2})).content == "3"
+
+
+async def test_a_token_in_a_server_url_is_never_shown(web_urls: dict[str, str]) -> None:
+    events: list[str] = []
+    url = web_urls["http"] + "?token=hunter2hunter2"
+    config = {"mcpServers": {"leaky": {"url": url, "auth": "wrong"}}}
+    async with McpManager(config, ToolRegistry(), on_event=events.append) as manager:
+        assert await manager.wait_ready(PATIENT)
+        line = manager.status()[0].line()
+        assert line.startswith("leaky: failed — HTTP 401 Unauthorized from http://")
+        assert "token=[redacted]" in line
+        assert "hunter2" not in line and "hunter2" not in " ".join(events)
+
+
+# ---------------------------------------------------------------- what servers send back
+
+
+def chatty_server() -> FastMCP:
+    """Logs, reports progress and offers resources."""
+    server = FastMCP("chatty")
+
+    @server.tool
+    async def work(ctx: Context) -> str:
+        """Work in three steps, logging loudly."""
+        await ctx.log("disk on fire", level="emergency", logger_name="watchdog")
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+        await ctx.error("still burning")
+        return "worked"
+
+    @server.resource("notes://today", description="Today's notes")
+    def today() -> str:
+        return "buy milk"
+
+    @server.resource("pics://dot", mime_type="image/png")
+    def dot() -> bytes:
+        return b"\x89PNG" + b"1" * 60
+
+    return server
+
+
+# The in-process test server warns (server side) that MCP logging is deprecated in 2026-07-28.
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_server_logs_go_to_its_file_never_to_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    progress: list[ToolProgress] = []
+    registry = ToolRegistry()
+    async with McpManager(
+        {"mcpServers": {"chatty": chatty_server()}},
+        registry,
+        log_dir=tmp_path / "logs",
+        on_progress=progress.append,
+        init_timeout=PATIENT,
+    ) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert (await call(registry, "chatty_work")).content == "worked"
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    log = (tmp_path / "logs" / "mcp-chatty.log").read_text()
+    assert "CRITICAL server log: [watchdog]" in log and "disk on fire" in log
+    assert "ERROR server log:" in log and "still burning" in log
+    assert oct((tmp_path / "logs" / "mcp-chatty.log").stat().st_mode & 0o777) == "0o600"
+    assert [p.line() for p in progress] == [
+        "chatty_work: 1/3 – step 1",
+        "chatty_work: 2/3 – step 2",
+        "chatty_work: 3/3 – step 3",
+    ]
+
+
+@needs_proc
+async def test_a_task_only_tool_is_not_offered() -> None:
+    registry = ToolRegistry()
+    tiny = {"command": "python", "args": [str(SERVERS / "tiny_server.py")]}
+    async with McpManager({"mcpServers": {"tiny": tiny}}, registry) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert [s.line() for s in manager.status()] == [
+            "tiny: ready (2 tools; 1 task-only not offered)"
+        ]
+        assert sorted(registry.names()) == ["tiny_crash", "tiny_echo"]
+
+
+async def test_resources_can_be_read_through_a_tool() -> None:
+    registry = ToolRegistry()
+    config = {"mcpServers": {"chatty": chatty_server()}}
+    async with McpManager(config, registry, init_timeout=PATIENT) as manager:
+        assert await manager.wait_ready(PATIENT)
+        assert [s.line() for s in manager.status()] == ["chatty: ready (2 tools)"]
+        assert sorted(registry.names()) == ["chatty_read_resource", "chatty_work"]
+        reader = next(s for s in registry.tools() if s.name == "chatty_read_resource")
+        assert "notes://today: Today's notes" in reader.description
+        assert "pics://dot" in reader.description
+        text = await call(registry, "chatty_read_resource", {"uri": "notes://today"})
+        assert (text.ok, text.content) == (True, "buy milk")
+        picture = await call(registry, "chatty_read_resource", {"uri": "pics://dot"})
+        assert picture.content == "[image pics://dot: image/png, 64 bytes]"
+        url = picture.images[0]["image_url"]["url"]
+        assert base64.b64decode(url.removeprefix("data:image/png;base64,")).startswith(b"\x89PNG")
+        missing = await call(registry, "chatty_read_resource", {"uri": "notes://nope"})
+        assert not missing.ok and "chatty" in missing.content

@@ -63,23 +63,42 @@ def jobs(server: ModelServer) -> list[str]:
 async def test_oldest_turns_fold_into_the_rolling_summary(
     env: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MAX_CONV_NUM", "4")
-    monkeypatch.setenv("REFRESH_EVERY_CONV_NUM", "2")
+    monkeypatch.setenv("MAX_CONV_NUM", "2")
+    monkeypatch.setenv("REFRESH_EVERY_CONV_NUM", "1")
     env.responder = scripted({"fold": "The user is called Ada and likes tea."})
     app = await open_app()
     for text in ["I am Ada", "I like tea"]:
         await say(app, text)
-    assert "fold" not in jobs(env)  # 4 live turns: the window is full, not over
-    await say(app, "Tell me a joke")  # 5 live turns > 4: the oldest 2 fold
-    assert jobs(env).count("fold") >= 1
+    assert "fold" not in jobs(env)  # 2 exchanges: the window is full, not over
+    await say(app, "Tell me a joke")  # a third exchange: the oldest one folds
+    assert jobs(env).count("fold") == 1
     session = app.sessions.current
     assert session.rolling_summary == "The user is called Ada and likes tea."
-    assert session.folded_count >= 2
+    assert session.folded_count == 2  # "I am Ada" and its reply
     last_prompt = env.chat_requests()[-1]["messages"]
     assert "The user is called Ada and likes tea." in last_prompt[0]["content"]
     assert {"role": "user", "content": "I am Ada"} not in last_prompt
     # Folded turns leave the window, never the store.
     assert "I am Ada" in [t.text for t in app.store.turns(session.session_id)]
+    await app.aclose()
+
+
+async def test_tool_calls_do_not_bring_the_fold_closer(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MAX_CONV_NUM", "2")
+    monkeypatch.setenv("REFRESH_EVERY_CONV_NUM", "1")
+    calls = [{"name": "current_time", "arguments": {}, "id": f"t{i}"} for i in range(3)]
+    env.enqueue(Reply(tool_calls=calls), "It is late.")
+    app = await open_app()
+    await say(app, "What time is it?")  # 6 rows: user, call, 3 results, reply
+    await say(app, "Thanks")
+    assert "fold" not in jobs(env)  # 2 exchanges, however many rows
+    assert len(app.sessions.live_turns()) == 8
+    env.responder = scripted({"fold": "Asked the time."})
+    await say(app, "And now?")
+    assert jobs(env).count("fold") == 1
+    assert app.sessions.current.folded_count == 6  # the whole first exchange, tool rows too
     await app.aclose()
 
 

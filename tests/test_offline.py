@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from seelen.agent import Done, TextDelta
-from seelen.app import build_app, choose_provider
+from seelen.agent import Done, TextDelta, TurnUsage
+from seelen.app import Provider, build_app, chat_sampling, choose_provider, reply_cap
 from seelen.config import load_settings
 from seelen.errors import ConfigError
+from seelen.local_model import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
+from seelen.memory.context import build_messages
 
 
 async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,6 +28,9 @@ async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.Monke
         streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
         done = [e for e in events if isinstance(e, Done)]
         assert streamed.strip() and done and done[0].text == streamed
+        usage = next(e for e in events if isinstance(e, TurnUsage))
+        assert 0 < usage.completion_tokens <= 40  # the reply cap reached llama.cpp
+        assert app.model.sampling == LOCAL_SAMPLING
         sid = app.sessions.current.session_id
         assert [t.role for t in app.store.turns(sid)] == ["user", "assistant"]
 
@@ -67,3 +72,30 @@ def test_without_endpoint_or_local_model_the_message_names_both_ways(
         choose_provider(load_settings())
     message = str(err.value)
     assert "OPENAI_BASE_URL" in message and "install" in message
+
+
+def test_the_local_provider_gets_small_model_sampling_and_a_reply_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    local, remote = Provider("local", "", "k", "m", "m"), Provider("openai", "u", "k", "m", "m")
+    settings = load_settings()
+    assert reply_cap(settings, local) == LOCAL_REPLY_TOKENS <= 300
+    assert reply_cap(settings, remote) == 0  # an endpoint's own limit
+    assert chat_sampling(settings, local)["repeat_penalty"] > 1
+    assert chat_sampling(settings, remote) == {}
+    monkeypatch.setenv("TEMPERATURE", "0.9")
+    monkeypatch.setenv("MAX_REPLY_TOKENS", "100")
+    settings = load_settings()
+    assert chat_sampling(settings, local)["temperature"] == 0.9
+    assert reply_cap(settings, local) == 100
+
+
+def test_a_small_prompt_budget_gets_the_compact_rules() -> None:
+    from datetime import UTC, datetime
+
+    from seelen.memory.context import PromptParts
+    from seelen.prompts import COMPACT_RULES, RULES
+
+    parts = PromptParts("persona", "profile", "", [], [], [], datetime.now(UTC))
+    assert build_messages(parts, 3840)[0]["content"].startswith(COMPACT_RULES)
+    assert build_messages(parts, 8000)[0]["content"].startswith(RULES)

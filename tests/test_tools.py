@@ -80,14 +80,30 @@ def test_schema_comes_from_the_signature() -> None:
     assert find.spec.source == "local"
     assert find.spec.description == "Find things.\n\nMore detail for the model."
     params = find.spec.parameters
+    assert params["type"] == "object"
     assert params["required"] == ["query", "tags"]
     props = params["properties"]
     assert props["query"] == {"type": "string", "description": "what to find"}
     assert props["tags"] == {"type": "array", "items": {"type": "string"}}
-    assert props["limit"] == {"type": "integer"}
-    assert props["exact"] == {"type": "boolean"}
-    assert props["ratio"] == {"anyOf": [{"type": "number"}, {"type": "null"}]}
-    assert props["mode"] == {"type": "string", "enum": ["fast", "deep"]}
+    assert props["limit"] == {"type": "integer", "default": 5}
+    assert props["exact"] == {"type": "boolean", "default": False}
+    assert props["ratio"] == {"anyOf": [{"type": "number"}, {"type": "null"}], "default": None}
+    assert props["mode"] == {"type": "string", "enum": ["fast", "deep"], "default": "fast"}
+    assert "title" not in json.dumps(params)
+
+
+async def test_any_parameter_name_works_even_pydantic_reserved_ones() -> None:
+    @tool
+    def describe(schema: str, title: str = "none", model_config: int = 0) -> str:
+        """Echo the arguments."""
+        return f"{schema}/{title}/{model_config}"
+
+    assert set(describe.spec.parameters["properties"]) == {"schema", "title", "model_config"}
+    assert await describe.call({"schema": "s", "title": "t", "model_config": "3"}) == "s/t/3"
+
+
+class Opaque:
+    """A type pydantic cannot describe as JSON."""
 
 
 def test_declaration_errors_are_caught_early() -> None:
@@ -103,7 +119,7 @@ def test_declaration_errors_are_caught_early() -> None:
     with pytest.raises(TypeError, match="not supported"):
 
         @tool
-        def weird(x: set[int]) -> str:
+        def weird(x: Opaque) -> str:
             """Doc."""
             return ""
 
@@ -132,10 +148,25 @@ async def test_sync_tools_run_in_a_worker_thread_and_arguments_are_coerced() -> 
 async def test_bad_arguments_raise_clear_tool_errors() -> None:
     with pytest.raises(ToolError, match="missing required argument 'text'"):
         await echo.call({})
-    with pytest.raises(ToolError, match="unexpected argument 'txt'"):
+    with pytest.raises(ToolError, match=r"unexpected argument 'txt'; .*expected: text"):
         await echo.call({"txt": "x"})
-    with pytest.raises(ToolError, match="argument 'seconds' must be number"):
+    with pytest.raises(ToolError, match="argument 'seconds': Input should be a valid number"):
         await nap.call({"seconds": "soon"})
+    with pytest.raises(ToolError, match=r"argument 'text': .* got 5"):
+        await echo.call({"text": 5})
+
+
+async def test_every_bad_argument_is_named_in_one_line() -> None:
+    @tool
+    def pick(mode: Literal["fast", "deep"], tags: list[int]) -> str:
+        """Pick."""
+        return mode
+
+    with pytest.raises(ToolError) as caught:
+        await pick.call({"mode": "slow", "tags": [1, "x"]})
+    message = str(caught.value)
+    assert "argument 'mode': Input should be 'fast' or 'deep', got \"slow\"" in message
+    assert "argument 'tags.1'" in message and "\n" not in message
 
 
 # ---------------------------------------------------------------- the registry

@@ -98,6 +98,11 @@ class PromptParts:
     notes: Sequence[tuple[str, str]] = ()  # (file › heading, passage), already fitted
 
 
+# A prompt budget this small means a small local model (the bundled one gets 4,096 tokens of
+# context minus its reply cap): it gets the compact rules. Endpoints default to 8,000.
+COMPACT_BUDGET = 4096
+
+
 def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
     """The system message plus the live turns as chat messages, within `budget` tokens."""
     system = system_prompt(
@@ -110,6 +115,7 @@ def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
         related_turns=_fit_items(parts.related_turns, int(budget * SHARES["related_turns"])),
         now=parts.now,
         notes=parts.notes,
+        compact=budget <= COMPACT_BUDGET,
     )
     left = budget - estimate_tokens(system)
     return [{"role": "system", "content": system}, *live_messages(parts.live, left)]

@@ -149,14 +149,15 @@ class Sessions:
     # --- rolling summary -----------------------------------------------------------------
 
     async def maybe_fold(self) -> bool:
-        """Fold the oldest live turns into the rolling summary once the window is full."""
+        """Fold the oldest exchanges into the rolling summary once more than `max_live`."""
         session = self.current
         live = await asyncio.to_thread(self.live_turns)
-        if len(live) <= self.max_live or self.tool_model is None:
+        # The window counts exchanges (a user message and everything answering it, tool calls
+        # included), so a reply that used tools does not bring the fold closer.
+        starts = [i for i, turn in enumerate(live) if turn.role == "user"]
+        if len(starts) <= self.max_live or self.tool_model is None:
             return False
-        cut = self.fold_count
-        while cut < len(live) - 1 and live[cut].role == "tool":
-            cut += 1  # never separate a tool call from its results
+        cut = starts[self.fold_count]  # the oldest `fold_count` exchanges, whole
         lines = self._lines(live[:cut])
         summary = await self._complete(
             fold_messages(session.rolling_summary, lines), SUMMARY_TOKENS, "summary"

@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Protocol, runtime_checkable
 
 from seelen.errors import ToolError
@@ -79,22 +80,30 @@ class ToolOutcome:
     ok: bool
     seconds: float
     source: str = ""
+    # Images in the result, as OpenAI `image_url` content parts (see tools.mcp_content).
+    images: tuple[dict[str, Any], ...] = ()
 
 
 class ToolRegistry:
     """All tools the model may call, and the concurrent runner of its calls."""
 
-    def __init__(self, *, timeout: float = 30.0, result_chars: int = 8000) -> None:
+    def __init__(
+        self, *, timeout: float = 30.0, result_chars: int = 8000, disabled: Sequence[str] = ()
+    ) -> None:
         self.timeout = timeout
         self.result_chars = result_chars
+        self.disabled = tuple(disabled)  # DISABLED_TOOLS: exposed names or fnmatch patterns
         self._tools: dict[str, Tool] = {}
 
-    def add(self, tool: Tool) -> None:
-        """Register a tool; a name already taken raises `ToolError`."""
+    def add(self, tool: Tool) -> bool:
+        """Register a tool; False when DISABLED_TOOLS hides it. A taken name raises `ToolError`."""
         name = tool.spec.name
         if name in self._tools:
             raise ToolError(f"a tool named {name!r} is already registered")
+        if any(fnmatchcase(name, pattern) for pattern in self.disabled):
+            return False
         self._tools[name] = tool
+        return True
 
     def remove_source(self, source: str) -> None:
         """Remove every tool from one source, e.g. "mcp:time" when that server drops."""
@@ -174,7 +183,8 @@ class ToolRegistry:
 
         def outcome(content: str, ok: bool, source: str = "") -> ToolOutcome:
             seconds = time.perf_counter() - started
-            return ToolOutcome(call.id, call.name, self._cut(content), ok, seconds, source)
+            images = getattr(content, "images", ())  # a ToolText keeps them past the cut
+            return ToolOutcome(call.id, call.name, self._cut(content), ok, seconds, source, images)
 
         chain = self._chain(call.name)
         if not chain:

@@ -5,9 +5,10 @@
         \"\"\"Repeat a text in capitals.\"\"\"
         return " ".join([text.upper()] * times)
 
-The JSON schema comes from the signature (str, int, float, bool, list[...], Literal[...],
-Optional/`X | None`; a default makes an argument optional; `Annotated[T, "text"]` describes
-it) and the description from the docstring. Sync functions run in a worker thread.
+pydantic builds the JSON schema from the signature and checks the model's arguments against
+it (lax mode: models send "5" for 5 at times). A default makes an argument optional;
+`Annotated[T, "text"]` describes it; the docstring describes the tool. Sync functions run in
+a worker thread.
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import (
     Annotated,
     Any,
-    Literal,
-    Union,
+    NotRequired,
+    Required,
     get_args,
     get_origin,
     get_type_hints,
@@ -39,8 +39,6 @@ JINA_MODEL = "jina-deepsearch-v1"
 # DeepSearch searches and reads pages before it answers; "low" effort takes ~20 s.
 WEB_SEARCH_TIMEOUT = 90.0
 
-_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
 
 @dataclass(frozen=True)
 class LocalTool:
@@ -48,11 +46,11 @@ class LocalTool:
 
     spec: ToolSpec
     fn: Callable[..., Any]
-    hints: dict[str, Any]
+    arguments: Any  # a pydantic TypeAdapter of the arguments' TypedDict
 
     async def call(self, arguments: dict[str, Any]) -> str:
         """Check the arguments against the signature, run the function, return text."""
-        kwargs = _bind(self.spec.parameters, self.hints, arguments)
+        kwargs = _validate(self.arguments, arguments, list(self.spec.parameters["properties"]))
         if inspect.iscoroutinefunction(self.fn):
             result = await self.fn(**kwargs)
         else:
@@ -84,121 +82,101 @@ def tool(
         doc = description if description is not None else inspect.getdoc(func) or ""
         if not doc:
             raise TypeError(f"tool {func.__name__!r} needs a docstring: the model reads it")
-        parameters, hints = _schema(func)
+        adapter, parameters = _arguments(func)
         spec = ToolSpec(name or func.__name__, doc, parameters, LOCAL, timeout=timeout)
-        return LocalTool(spec, func, hints)
+        return LocalTool(spec, func, adapter)
 
     return build(fn) if fn is not None else build
 
 
-def _schema(func: Callable[..., Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The JSON schema of a function's parameters, and their plain type hints."""
+def _arguments(func: Callable[..., Any]) -> tuple[Any, dict[str, Any]]:
+    """A pydantic adapter for a function's arguments, and their JSON schema for the model.
+
+    The arguments form a TypedDict (not a model) so that any parameter name works, even
+    ones a pydantic model reserves (`schema`, `model_*`).
+    """
+    from pydantic import ConfigDict, Field, PydanticSchemaGenerationError, TypeAdapter
+    from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+
     hints = get_type_hints(func, include_extras=True)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    plain: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
     for param in inspect.signature(func).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"{func.__name__}: *args and **kwargs cannot be described to a model")
         if param.name not in hints:
             raise TypeError(f"{func.__name__}: parameter {param.name!r} needs a type hint")
         hint, text = _unannotate(hints[param.name])
-        properties[param.name] = _type_schema(hint, f"{func.__name__}.{param.name}")
         if text:
-            properties[param.name]["description"] = text
+            hint = Annotated[hint, Field(description=text)]
         if param.default is param.empty:
-            required.append(param.name)
-        plain[param.name] = hint
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return schema, plain
+            fields[param.name] = Required[hint]
+        else:
+            fields[param.name] = NotRequired[hint]
+            defaults[param.name] = param.default
+    shape = TypedDict(f"{func.__name__}_arguments", fields)  # type: ignore[operator]
+    shape.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
+    try:
+        adapter = TypeAdapter(shape)
+        schema = adapter.json_schema()
+    except (PydanticSchemaGenerationError, TypeError) as exc:
+        where = f"{func.__name__}: a type in the signature is not supported"
+        raise TypeError(f"{where}: {exc}".splitlines()[0]) from None
+    return adapter, _model_schema(schema, defaults)
 
 
 def _unannotate(hint: Any) -> tuple[Any, str]:
+    """`(T, "text")` for `Annotated[T, "text"]`; a plain hint comes back with no text."""
     if get_origin(hint) is Annotated:
         base, *extras = get_args(hint)
         return base, next((x for x in extras if isinstance(x, str)), "")
     return hint, ""
 
 
-def _optional_base(hint: Any) -> Any | None:
-    """`X` for `X | None` / `Optional[X]`, else None."""
-    if get_origin(hint) in (Union, types.UnionType):
-        args = [a for a in get_args(hint) if a is not type(None)]
-        if len(args) == 1 and len(get_args(hint)) == 2:
-            return args[0]
-    return None
+def _model_schema(schema: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """pydantic's schema without its titles (noise to a model), with JSON-able defaults."""
+    schema = _untitled(schema)
+    schema.pop("additionalProperties", None)  # checked by us; some endpoints reject the key
+    for name, value in defaults.items():
+        if value is None or isinstance(value, str | int | float | bool):
+            schema["properties"][name]["default"] = value
+    return schema
 
 
-def _type_schema(hint: Any, where: str) -> dict[str, Any]:
-    if hint in _SCALARS:
-        return {"type": _SCALARS[hint]}
-    if (base := _optional_base(hint)) is not None:
-        return {"anyOf": [_type_schema(base, where), {"type": "null"}]}
-    origin = get_origin(hint)
-    if hint is list or origin is list:
-        args = get_args(hint)
-        return (
-            {"type": "array", "items": _type_schema(args[0], where)} if args else {"type": "array"}
-        )
-    if origin is Literal:
-        values = list(get_args(hint))
-        kinds = {_SCALARS.get(type(v)) for v in values}
-        if len(kinds) != 1 or None in kinds:
-            raise TypeError(f"{where}: Literal values must share one of str/int/float/bool")
-        return {"type": kinds.pop(), "enum": values}
-    raise TypeError(f"{where}: type {hint!r} is not supported in a tool signature")
+def _untitled(node: Any) -> Any:
+    if isinstance(node, dict):
+        # A property named "title" maps to a dict; pydantic's own titles are strings.
+        return {
+            k: _untitled(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(node, list):
+        return [_untitled(v) for v in node]
+    return node
 
 
-def _bind(schema: dict[str, Any], hints: dict[str, Any], arguments: dict[str, Any]) -> dict:
-    """Check and lightly coerce the model's arguments (models send "5" for 5 at times)."""
-    unknown = sorted(set(arguments) - set(hints))
-    if unknown:
-        expected = ", ".join(hints) or "none"
-        raise ToolError(f"unexpected argument {unknown[0]!r} (expected: {expected})")
-    missing = [name for name in schema.get("required", []) if name not in arguments]
-    if missing:
-        raise ToolError(f"missing required argument {missing[0]!r}")
-    return {name: _coerce(value, hints[name], name) for name, value in arguments.items()}
+def _validate(adapter: Any, arguments: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The arguments, checked and coerced; a mismatch is one `ToolError` naming each problem."""
+    from pydantic import ValidationError
+
+    try:
+        return dict(adapter.validate_python(arguments))
+    except ValidationError as exc:
+        problems = [_problem(e) for e in exc.errors()]
+        if any(p.startswith("unexpected") for p in problems):
+            problems.append(f"expected: {', '.join(names) or 'no arguments'}")
+        raise ToolError("; ".join(problems)) from None
 
 
-def _coerce(value: Any, hint: Any, name: str) -> Any:
-    if (base := _optional_base(hint)) is not None:
-        return None if value is None else _coerce(value, base, name)
-    origin = get_origin(hint)
-    if hint is list or origin is list:
-        if not isinstance(value, list):
-            raise ToolError(f"argument {name!r} must be a list, got {value!r}")
-        item = get_args(hint)[0] if get_args(hint) else Any
-        return value if item is Any else [_coerce(v, item, name) for v in value]
-    if origin is Literal:
-        if value not in get_args(hint):
-            allowed = ", ".join(repr(v) for v in get_args(hint))
-            raise ToolError(f"argument {name!r} must be one of {allowed}, got {value!r}")
-        return value
-    return _coerce_scalar(value, hint, name)
-
-
-def _coerce_scalar(value: Any, hint: Any, name: str) -> Any:
-    is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    text = value.strip().lower() if isinstance(value, str) else None
-    if hint is str and text is not None:
-        return value
-    if hint is bool and (isinstance(value, bool) or text in ("true", "false")):
-        return value if isinstance(value, bool) else text == "true"
-    if hint is int and is_number and float(value).is_integer():
-        return int(value)
-    if hint is int and text is not None and text.lstrip("-").isdigit():
-        return int(text)
-    if hint is float and is_number:
-        return float(value)
-    if hint is float and text is not None:
-        try:
-            return float(text)
-        except ValueError:
-            pass
-    raise ToolError(f"argument {name!r} must be {_SCALARS.get(hint, hint)}, got {value!r}")
+def _problem(error: Any) -> str:
+    """One pydantic error as a line the model can act on."""
+    where = ".".join(str(part) for part in error["loc"])
+    name = str(error["loc"][0]) if error["loc"] else ""
+    if error["type"] == "missing":
+        return f"missing required argument {name!r}"
+    if error["type"] == "extra_forbidden":
+        return f"unexpected argument {name!r}"
+    got = json.dumps(error.get("input"), ensure_ascii=False, default=str)[:80]
+    return f"argument {where!r}: {error['msg']}, got {got}"
 
 
 def _as_text(result: Any) -> str:

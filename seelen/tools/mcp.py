@@ -10,28 +10,44 @@ Each server gets its own fastmcp `Client`; tools are exposed as `<server>_<tool>
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import json
+import logging
 import os
-import re
 import shutil
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from seelen.errors import ConfigError, ToolError
+from seelen.logs import close_logger, file_logger, mask_url, private_dir, redact
 from seelen.tools.base import ToolRegistry, ToolSpec
 from seelen.tools.mcp_config import (
     RemoteServer,
     StdioServer,
     expand_vars,
+    find_config,
     is_disabled,
     load_config,
     parse_server,
+)
+from seelen.tools.mcp_content import (
+    INVALID_NAME_CHARS,
+    LOG_LEVELS,
+    NOTE_FORMAT,
+    ToolProgress,
+    exposed_names,
+    needs_tasks,
+    render_result,
+)
+from seelen.tools.mcp_link import (
+    McpTool,
+    ResourceReader,
+    ServerLink,
+    State,
+    describe,
+    resource_spec,
+    stderr_note,
 )
 
 __all__ = [
@@ -39,85 +55,16 @@ __all__ = [
     "RemoteServer",
     "ServerStatus",
     "StdioServer",
+    "ToolProgress",
     "expand_vars",
     "exposed_names",
+    "find_config",
     "load_config",
     "parse_server",
     "render_result",
 ]
 
-MAX_NAME = 64
-_INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-
-State = Literal["connecting", "ready", "failed", "disabled"]
-
-
-# ---------------------------------------------------------------- names and results
-
-
-def exposed_names(server: str, tools: list[str], taken: Collection[str] = ()) -> dict[str, str]:
-    """Map each tool's own name to `<server>_<tool>`, valid and unique for OpenAI.
-
-    Characters outside [A-Za-z0-9_-] become "_". A name that is too long, that two tools
-    sanitise to, or that is already taken gets a short hash of (server, tool) instead of its
-    tail, so it is the same on every run.
-    """
-    prefix = _INVALID_NAME_CHARS.sub("_", server) or "_"
-    tools = list(dict.fromkeys(tools))
-    base = {t: f"{prefix}_{_INVALID_NAME_CHARS.sub('_', t) or '_'}" for t in tools}
-    counts = Counter(base.values())
-    used = set(taken)
-    names: dict[str, str] = {}
-    for tool in tools:
-        name, salt = base[tool], 0
-        while len(name) > MAX_NAME or counts[base[tool]] > 1 or name in used:
-            digest = hashlib.sha1(f"{server}\0{tool}\0{salt}".encode()).hexdigest()[:8]
-            name, salt = f"{base[tool][: MAX_NAME - 9]}_{digest}", salt + 1
-            if name not in used:
-                break
-        names[tool] = name
-        used.add(name)
-    return names
-
-
-def render_result(result: Any) -> str:
-    """The text of an MCP tool result: text blocks joined, other content summarised."""
-    parts = [_render_block(block) for block in result.content or []]
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
-    return "\n".join(parts)
-
-
-def _render_block(block: Any) -> str:
-    kind = getattr(block, "type", "")
-    if kind == "text":
-        return block.text
-    if kind in ("image", "audio"):
-        size = len(block.data or "") * 3 // 4  # base64 → bytes
-        return f"[{kind}: {block.mime_type}, {size:,} bytes]"
-    if kind == "resource_link":
-        return f"[resource link: {block.name} <{block.uri}>]"
-    if kind == "resource":
-        resource = block.resource
-        text = getattr(resource, "text", None)
-        mime = getattr(resource, "mime_type", None) or "binary"
-        return text if text is not None else f"[embedded resource: {resource.uri} ({mime})]"
-    return f"[{kind or type(block).__name__} content]"
-
-
-def _describe(exc: BaseException) -> str:
-    """One line for an exception, looking through fastmcp's wrappers to the cause."""
-    seen: set[int] = set()
-    while id(exc) not in seen:  # exception chains can loop
-        seen.add(id(exc))
-        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-            exc = exc.exceptions[0]
-        elif isinstance(exc, RuntimeError) and exc.__cause__ is not None:
-            exc = exc.__cause__
-        else:
-            break
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text.removeprefix("Client failed to connect: ")[:300]
+RESOURCE_TOOL = "read_resource"  # the built-in tool per server that offers resources
 
 
 def _timed_out(exc: BaseException | None) -> bool:
@@ -141,54 +88,16 @@ class ServerStatus:
     state: State
     tools: int = 0
     reason: str = ""
+    skipped: int = 0  # tools not offered: they can only run as tasks
 
     def line(self) -> str:
         """E.g. "time: ready (2 tools)" or "web: failed — HTTP 401 Unauthorized from …"."""
         if self.state == "ready":
-            return f"{self.name}: ready ({self.tools} tool{'s' * (self.tools != 1)})"
+            skipped = f"; {self.skipped} task-only not offered" if self.skipped else ""
+            return f"{self.name}: ready ({self.tools} tool{'s' * (self.tools != 1)}{skipped})"
         if self.state == "failed":
             return f"{self.name}: failed — {self.reason}"
         return f"{self.name}: {self.state}"
-
-
-@dataclass
-class _Server:
-    name: str
-    entry: Any
-    state: State = "connecting"
-    reason: str = ""
-    tools: int = 0
-    client: Any = None
-    task: asyncio.Task[None] | None = None
-    log: Path | None = None
-    http_error: str = ""
-
-
-class McpTool:
-    """One tool of a connected MCP server."""
-
-    def __init__(self, spec: ToolSpec, server: _Server, manager: McpManager) -> None:
-        self.spec = spec
-        self._server = server
-        self._manager = manager
-
-    async def call(self, arguments: dict[str, Any]) -> str:
-        """Call the tool on its server; an `isError` result or a lost server raises `ToolError`."""
-        server, client = self._server, self._server.client
-        if server.state != "ready" or client is None:
-            raise ToolError(f"MCP server {server.name!r} is not connected")
-        try:
-            result = await client.call_tool_mcp(
-                self.spec.origin_name, arguments, timeout=self._manager.call_timeout
-            )
-        except Exception as exc:  # becomes the tool's error outcome; a dead link also a status
-            if not await _alive(client):
-                self._manager._lost(server, exc)
-            raise ToolError(f"MCP server {server.name!r}: {_describe(exc)}") from exc
-        text = render_result(result)
-        if result.is_error:
-            raise ToolError(text or f"MCP tool {self.spec.origin_name!r} reported an error")
-        return text
 
 
 class McpManager:
@@ -204,16 +113,19 @@ class McpManager:
         on_event: Callable[[str], None] | None = None,
         environ: Mapping[str, str] | None = None,
         log_dir: str | Path | None = None,
+        on_progress: Callable[[ToolProgress], None] | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
         self.init_timeout = init_timeout
         self.call_timeout = call_timeout if call_timeout is not None else registry.timeout
         self.on_event = on_event
+        # A running tool's progress notifications (the front-end shows them; never printed).
+        self.on_progress = on_progress
         self.environ = os.environ if environ is None else environ
         self._log_dir = Path(log_dir) if log_dir is not None else None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        self._servers: list[_Server] = []
+        self._servers: list[ServerLink] = []
         self._closers: set[asyncio.Task[None]] = set()
         self._importing: asyncio.Task[None] | None = None
         self._started = False
@@ -237,7 +149,7 @@ class McpManager:
         entries, base = load_config(self.config)
         loop = asyncio.get_running_loop()
         for name, raw in entries.items():
-            server = _Server(str(name), raw)
+            server = ServerLink(str(name), raw)
             self._servers.append(server)
             try:
                 if is_disabled(raw):
@@ -259,7 +171,7 @@ class McpManager:
 
     def status(self) -> list[ServerStatus]:
         """Every configured server, in config order."""
-        return [ServerStatus(s.name, s.state, s.tools, s.reason) for s in self._servers]
+        return [ServerStatus(s.name, s.state, s.tools, s.reason, s.skipped) for s in self._servers]
 
     async def aclose(self) -> None:
         """Stop connecting, close every client and end every server process."""
@@ -279,7 +191,7 @@ class McpManager:
             self._tmp.cleanup()
             self._tmp = None
 
-    async def _connect(self, server: _Server) -> None:
+    async def _connect(self, server: ServerLink) -> None:
         try:
             # Importing fastmcp takes a second or more: in a thread, so the prompt stays live.
             await asyncio.shield(self._imports())
@@ -287,12 +199,20 @@ class McpManager:
             async with asyncio.timeout(self.init_timeout):
                 await server.client.__aenter__()
                 listed = await server.client.list_tools()
+                resources = await self._resources(server.client)
         except Exception as exc:  # becomes this server's failed status and event
             # Closing re-raises the session's own failure: it is reported once, just below.
             await self._close(server, report=False)
             self._fail(server, self._reason(server, exc))
             return
-        self._register(server, listed)
+        self._register(server, listed, resources)
+
+    async def _resources(self, client: Any) -> list[Any]:
+        """The server's resources, when it says it has any."""
+        capabilities = client.server_capabilities
+        if capabilities is None or getattr(capabilities, "resources", None) is None:
+            return []
+        return list(await client.list_resources())
 
     def _imports(self) -> asyncio.Task[None]:
         if self._importing is None:
@@ -301,20 +221,29 @@ class McpManager:
             )
         return self._importing
 
-    def _register(self, server: _Server, listed: list[Any]) -> None:
+    def _register(self, server: ServerLink, listed: list[Any], resources: list[Any]) -> None:
         source = f"mcp:{server.name}"
-        names = exposed_names(server.name, [t.name for t in listed], self.registry.names())
-        for item in listed:
-            if item.name not in names or names[item.name] in self.registry.names():
+        offered = [t for t in listed if not needs_tasks(t)]
+        own = [t.name for t in offered]
+        # A server's own tool named read_resource wins over the built-in reader.
+        reader = bool(resources) and RESOURCE_TOOL not in own
+        names = exposed_names(server.name, own + [RESOURCE_TOOL] * reader, self.registry.names())
+        count = 0
+        for item in offered:
+            if names[item.name] in self.registry.names():
                 continue  # a duplicate name in the server's own listing
             schema = dict(item.input_schema or {})
             schema.setdefault("type", "object")
             text = item.description or item.title or f"{item.name} (MCP server {server.name})"
             spec = ToolSpec(names[item.name], text, schema, source, item.name, self.call_timeout)
-            self.registry.add(McpTool(spec, server, self))
-        server.state, server.tools = "ready", len(names)
+            count += self.registry.add(McpTool(spec, server, self))
+        if reader:
+            spec = resource_spec(names[RESOURCE_TOOL], server.name, resources)
+            count += self.registry.add(ResourceReader(spec, server, self))
+        server.state, server.tools = "ready", count
+        server.skipped = len(listed) - len(offered)
 
-    def _client(self, server: _Server) -> Any:
+    def _client(self, server: ServerLink) -> Any:
         from fastmcp import Client  # imported by `_import_fastmcp` in a thread; cheap here
 
         entry = server.entry
@@ -324,9 +253,25 @@ class McpManager:
             transport = self._remote_transport(server, entry)
         else:
             transport = entry  # a ready transport or an in-process server object
-        return Client(transport, init_timeout=self.init_timeout)
+        server.log = server.log or self._log_path(server.name)
+        if server.notes is None:
+            server.notes = file_logger(f"mcp.{server.name}", server.log, (), NOTE_FORMAT)
+        return Client(
+            transport, init_timeout=self.init_timeout, log_handler=self._log_handler(server)
+        )
 
-    def _stdio_transport(self, server: _Server, entry: StdioServer) -> Any:
+    def _log_handler(self, server: ServerLink) -> Callable[[Any], Any]:
+        """Server log notifications go to its log file, never to the chat or stderr."""
+
+        async def handle(message: Any) -> None:
+            if server.notes is not None:
+                where = f"[{message.logger}] " if message.logger else ""
+                level = LOG_LEVELS.get(str(message.level).lower(), logging.INFO)
+                server.notes.log(level, "%s%s", where, message.data)
+
+        return handle
+
+    def _stdio_transport(self, server: ServerLink, entry: StdioServer) -> Any:
         from fastmcp.client.transports import StdioTransport
 
         search_path = entry.env.get("PATH", self.environ.get("PATH", os.defpath))
@@ -336,7 +281,7 @@ class McpManager:
             found = shutil.which(entry.command, path=search_path) is not None
         if not found:
             raise ToolError(f"command {entry.command!r} not found")
-        server.log = self._log_path(server.name)
+        server.log = server.log or self._log_path(server.name)
         return StdioTransport(
             entry.command,
             list(entry.args),
@@ -346,7 +291,7 @@ class McpManager:
             log_file=server.log,  # the server's stderr would scribble over the prompt
         )
 
-    def _remote_transport(self, server: _Server, entry: RemoteServer) -> Any:
+    def _remote_transport(self, server: ServerLink, entry: RemoteServer) -> Any:
         import httpx2  # fastmcp's HTTP client library
         from fastmcp.client.auth.bearer import BearerAuth
         from fastmcp.client.transports import SSETransport, StreamableHttpTransport
@@ -372,49 +317,54 @@ class McpManager:
             self._tmp = self._tmp or tempfile.TemporaryDirectory(prefix="seelen-mcp-")
             folder = Path(self._tmp.name)
         else:
-            folder = self._log_dir
-            folder.mkdir(parents=True, exist_ok=True)
-        return folder / f"mcp-{_INVALID_NAME_CHARS.sub('_', name)}.log"
+            folder = private_dir(self._log_dir)
+        path = folder / f"mcp-{INVALID_NAME_CHARS.sub('_', name)}.log"
+        # Created 0600 before the server's stderr is sent there (the child opens it too).
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        return path
 
-    def _reason(self, server: _Server, exc: BaseException) -> str:
+    def _reason(self, server: ServerLink, exc: BaseException) -> str:
         if isinstance(exc, ToolError | ConfigError):
             reason = str(exc)
         elif server.http_error and isinstance(server.entry, RemoteServer):
-            reason = f"{server.http_error} from {server.entry.url}"
+            reason = f"{server.http_error} from {mask_url(server.entry.url)}"
         elif _timed_out(exc):
             reason = f"no answer to the MCP handshake within {self.init_timeout:g} s"
         elif isinstance(server.entry, RemoteServer):
-            reason = f"{_describe(exc)} ({server.entry.url})"
+            reason = f"{describe(exc)} ({mask_url(server.entry.url)})"
         else:
-            reason = _describe(exc)
-        return reason + _stderr_note(server.log)
+            reason = describe(exc)
+        return redact(reason + stderr_note(server.log))
 
-    def _fail(self, server: _Server, reason: str) -> None:
+    def _fail(self, server: ServerLink, reason: str) -> None:
         server.state, server.reason, server.tools = "failed", reason, 0
         self.registry.remove_source(f"mcp:{server.name}")
         if self.on_event is not None:
             self.on_event(f"MCP server {server.name!r} failed: {reason}")
 
-    def _lost(self, server: _Server, exc: BaseException) -> None:
+    def _lost(self, server: ServerLink, exc: BaseException) -> None:
         """A ready server's connection died during a call: report it once, drop its tools."""
         if server.state != "ready":
             return
-        self._fail(server, f"connection lost: {_describe(exc)}{_stderr_note(server.log)}")
+        self._fail(server, f"connection lost: {describe(exc)}{stderr_note(server.log)}")
         # Close in the background so the failing call returns now; a hung process may take
         # seconds to stop. Closing re-raises the lost session's error, reported just above.
         closer = asyncio.get_running_loop().create_task(self._close(server, report=False))
         self._closers.add(closer)
         closer.add_done_callback(self._closers.discard)
 
-    async def _close(self, server: _Server, *, report: bool = True) -> None:
+    async def _close(self, server: ServerLink, *, report: bool = True) -> None:
         client, server.client = server.client, None
+        notes, server.notes = server.notes, None
+        if notes is not None:
+            close_logger(notes)
         if client is None:
             return
         try:
             await client.close()
         except Exception as exc:  # closing must go on for the other servers; say what happened
             if report and self.on_event is not None:
-                self.on_event(f"MCP server {server.name!r} did not close cleanly: {_describe(exc)}")
+                self.on_event(f"MCP server {server.name!r} did not close cleanly: {describe(exc)}")
 
 
 def _import_fastmcp() -> None:
@@ -430,27 +380,9 @@ def _import_fastmcp() -> None:
     import jsonschema  # noqa: F401
 
     anyio.run(anyio.sleep, 0)  # loads anyio's asyncio backend (private module) the public way
-
-
-async def _alive(client: Any) -> bool:
-    """Whether the server still answers: tells a failed tool from a dead connection."""
-    if not client.is_connected():
-        return False
-    try:
-        async with asyncio.timeout(2.0):
-            await client.ping()
-    except Exception:  # any failure to answer a ping means the link is gone; the caller says so
-        return False
-    return True
-
-
-def _stderr_note(log: Path | None) -> str:
-    """ " (stderr: <last line>)" from a server's stderr log, for a failure message."""
-    if log is None or not log.exists():
-        return ""
-    # The log is a courtesy: the failure itself is reported whether or not it can be read.
-    with contextlib.suppress(OSError), log.open("rb") as handle:
-        handle.seek(max(0, log.stat().st_size - 4096))
-        lines = handle.read().decode("utf-8", "replace").strip().splitlines()
-        return f" (stderr: {lines[-1].strip()[:200]})" if lines else ""
-    return ""
+    # fastmcp sends its own log records to stderr, i.e. into the chat: keep them out.
+    chatter = logging.getLogger("fastmcp")
+    for handler in list(chatter.handlers):
+        chatter.removeHandler(handler)
+    chatter.addHandler(logging.NullHandler())
+    chatter.propagate = False

@@ -1,12 +1,17 @@
 """The MCP server list (`mcp_servers.json`): loading, validation, `${VAR}` expansion.
 
-Config: `{"mcpServers": {name: entry}}`. A stdio entry has `command`, `args`, `env`, `cwd`;
-a remote entry has `url`, `headers`, `auth` (a bearer token) and `transport` ("http" =
-streamable HTTP, the default, or "sse"; a URL ending in /sse means "sse"). `"disabled": true`
-skips an entry; keys starting with "_" are comments. `${VAR}` and `${VAR:-default}` are
-expanded from the environment in every string; a missing variable fails that server only.
-The command "python" (or "python3") means Seelen's own interpreter (`sys.executable`), so
-servers installed next to Seelen run whether or not its venv is active.
+The file is written the way other MCP clients write theirs:
+- Claude Desktop / Claude Code / Cursor: `{"mcpServers": {name: entry}}`;
+- VS Code: `{"servers": {name: entry}}` (its `inputs` list is ignored; `${input:…}` is not
+  supported: use `${VAR}`).
+A stdio entry has `command`, `args`, `env`, `cwd`; a remote entry has `url` (or Windsurf's
+`serverUrl`), `headers` and a bearer token as `auth` or `bearerToken`. `type` or
+`transport` says which: "stdio", "http" (streamable HTTP, the default for a URL) or "sse" (the
+default for a URL ending in /sse). `"disabled": true` skips an entry; keys starting with "_"
+are comments. `${VAR}` and `${VAR:-default}` are expanded from the environment in every
+string; a missing variable fails that server only. The command "python" (or "python3")
+means Seelen's own interpreter (`sys.executable`), so servers installed next to Seelen run
+whether or not its venv is active.
 """
 
 from __future__ import annotations
@@ -20,10 +25,23 @@ from pathlib import Path
 from typing import Any, Literal
 
 from seelen.errors import ConfigError
+from seelen.logs import mask_url
 
-STDIO_FIELDS = ("command", "args", "env", "cwd", "transport", "disabled")
-REMOTE_FIELDS = ("url", "headers", "auth", "transport", "disabled")
+STDIO_FIELDS = ("command", "args", "env", "cwd", "type", "transport", "disabled")
+REMOTE_FIELDS = ("url", "headers", "auth", "bearerToken", "type", "transport", "disabled")
 PYTHON_ALIASES = ("python", "python3")
+DEFAULT_FILE = "mcp_servers.json"
+SERVER_KEYS = ("mcpServers", "servers")  # Claude Desktop and most clients; VS Code
+IGNORED_KEYS = ("inputs",)  # VS Code's prompts for secrets: Seelen reads ${VAR} instead
+# The names clients use for the kinds of transport, mapped to Seelen's three.
+TRANSPORTS = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamableHttp": "http",
+    "sse": "sse",
+}
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -47,35 +65,63 @@ class RemoteServer:
     auth: str = ""
 
 
+def find_config(setting: str) -> Path | None:
+    """The MCP config file to read: `MCP_SERVERS_FILE` if set (it must exist), else
+    ./mcp_servers.json when there is one, else None (no servers)."""
+    if not setting:
+        default = Path(DEFAULT_FILE)
+        return default if default.is_file() else None
+    path = Path(setting).expanduser()
+    if not path.is_file():
+        what = "is not a file" if path.exists() else "does not exist"
+        raise ConfigError(f"MCP_SERVERS_FILE: {path} {what}")
+    return path
+
+
 def load_config(source: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any], Path | None]:
     """The raw server entries of a config dict or file, and the folder relative paths use.
 
-    A missing file means no servers; unreadable or invalid JSON raises `ConfigError`.
+    A missing, unreadable or invalid file raises a one-line `ConfigError`.
     """
-    where = "MCP config"
-    base: Path | None = None
+    where, base = "MCP config", None
     if isinstance(source, Mapping):
         data: Any = source
     else:
         path = Path(source)
         where, base = str(path), path.resolve().parent
-        if not path.exists():
-            return {}, base
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            msg = f"{path}, line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"
-            raise ConfigError(msg) from None
-    shape = 'expected {"mcpServers": {"<name>": {...}}}'
-    if not isinstance(data, Mapping) or not isinstance(data.get("mcpServers", {}), Mapping):
+        data = _read_json(path)
+    shape = 'expected {"mcpServers": {"<name>": {...}}} (or VS Code\'s "servers")'
+    if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: {shape}")
-    extra = [k for k in data if k != "mcpServers" and not str(k).startswith("_")]
+    present = [k for k in SERVER_KEYS if k in data]
+    if len(present) > 1:
+        raise ConfigError(f"{where}: has both 'mcpServers' and 'servers'; keep one")
+    servers = data.get(present[0], {}) if present else {}
+    if not isinstance(servers, Mapping):
+        raise ConfigError(f"{where}: {shape}")
+    known = (*SERVER_KEYS, *IGNORED_KEYS)
+    extra = [k for k in data if k not in known and not str(k).startswith("_")]
     if extra:
         raise ConfigError(f"{where}: unknown key {extra[0]!r}; {shape}")
-    servers = data.get("mcpServers", {})
     return {k: v for k, v in servers.items() if not str(k).startswith("_")}, base
+
+
+def _read_json(path: Path) -> Any:
+    """The parsed file; every way it can be unreadable is one line naming the file."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        msg = f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        raise ConfigError(msg) from None
+    except json.JSONDecodeError as exc:
+        msg = f"{path}, line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"
+        raise ConfigError(msg) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: JSON nested too deeply to be a server list") from None
 
 
 def expand_vars(text: str, environ: Mapping[str, str], where: str) -> str:
@@ -110,6 +156,7 @@ def parse_server(
     """Validate one entry and expand its variables; any problem raises a one-line `ConfigError`."""
     if not isinstance(raw, Mapping):
         raise ConfigError("expected an object with 'command' or 'url'")
+    raw = {("url" if k == "serverUrl" else k): v for k, v in raw.items()}
     keys = [k for k in raw if not str(k).startswith("_")]
     if "command" in keys and "url" in keys:
         raise ConfigError("has both 'command' and 'url'; a server is one or the other")
@@ -119,17 +166,34 @@ def parse_server(
     unknown = [k for k in keys if k not in allowed]
     if unknown:
         raise ConfigError(f"unknown field {unknown[0]!r} (allowed: {', '.join(allowed)})")
+    kind = _transport(raw)
     if "command" in keys:
+        if kind not in (None, "stdio"):
+            raise ConfigError(f"a 'command' server has type \"stdio\", not {kind!r}")
         return _parse_stdio(raw, environ, base)
-    return _parse_remote(raw, environ)
+    if kind == "stdio":
+        raise ConfigError('a \'url\' server has type "http" or "sse", not "stdio"')
+    return _parse_remote(raw, environ, kind)
+
+
+def _transport(raw: Mapping[str, Any]) -> str | None:
+    """The entry's transport from `type` or `transport` (they must agree), or None."""
+    given = {raw[k] for k in ("type", "transport") if k in raw}
+    if len(given) > 1:
+        raise ConfigError("'type' and 'transport' disagree; give one of them")
+    if not given:
+        return None
+    value = given.pop()
+    if value not in TRANSPORTS:
+        choices = ", ".join(f'"{k}"' for k in ("stdio", "http", "sse"))
+        raise ConfigError(f"field 'type' must be one of {choices}, got {value!r}")
+    return TRANSPORTS[value]
 
 
 def _parse_stdio(raw: Mapping[str, Any], environ: Mapping[str, str], base: Path | None):
     command = expand_vars(_string(raw, "command"), environ, "command")
     if not command:
         raise ConfigError("field 'command' is empty")
-    if raw.get("transport", "stdio") != "stdio":
-        raise ConfigError("field 'transport' of a 'command' server can only be \"stdio\"")
     args = tuple(expand_vars(a, environ, f"args[{i}]") for i, a in enumerate(_strings(raw)))
     env = {k: expand_vars(v, environ, f"env.{k}") for k, v in _mapping(raw, "env").items()}
     cwd = expand_vars(_string(raw, "cwd"), environ, "cwd") if "cwd" in raw else None
@@ -142,20 +206,23 @@ def _parse_stdio(raw: Mapping[str, Any], environ: Mapping[str, str], base: Path 
     return StdioServer(command, args, env, cwd)
 
 
-def _parse_remote(raw: Mapping[str, Any], environ: Mapping[str, str]) -> RemoteServer:
+def _parse_remote(
+    raw: Mapping[str, Any], environ: Mapping[str, str], kind: str | None
+) -> RemoteServer:
     url = expand_vars(_string(raw, "url"), environ, "url")
     if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"field 'url' must start with http:// or https://, got {url!r}")
-    default = "sse" if url.rstrip("/").endswith("/sse") else "http"
-    transport = raw.get("transport", default)
-    if transport not in ("http", "streamable-http", "sse"):
-        raise ConfigError(f'field \'transport\' must be "http" or "sse", got {transport!r}')
+        shown = mask_url(url)
+        raise ConfigError(f"field 'url' must start with http:// or https://, got {shown!r}")
+    if kind is None:
+        kind = "sse" if url.rstrip("/").endswith("/sse") else "http"
     headers = {
         k: expand_vars(v, environ, f"headers.{k}") for k, v in _mapping(raw, "headers").items()
     }
-    auth = expand_vars(_string(raw, "auth"), environ, "auth") if "auth" in raw else ""
-    kind: Literal["http", "sse"] = "sse" if transport == "sse" else "http"
-    return RemoteServer(url, kind, headers, auth)
+    if "auth" in raw and "bearerToken" in raw:
+        raise ConfigError("give the token once: 'auth' or 'bearerToken'")
+    key = "bearerToken" if "bearerToken" in raw else "auth"
+    auth = expand_vars(_string(raw, key), environ, key) if key in raw else ""
+    return RemoteServer(url, "sse" if kind == "sse" else "http", headers, auth)
 
 
 def _string(raw: Mapping[str, Any], key: str) -> str:

@@ -2,7 +2,8 @@
 
 It speaks the handshake-era protocol (initialize, tools/list, tools/call, ping) and answers
 anything else "method not found", which is how a client learns to skip the newer
-`server/discover`. Tools: `echo(text)` and `crash()`, which ends the process at once.
+`server/discover`. Tools: `echo(text)`, `crash()`, which ends the process at once, and
+`later`, which says it runs only as a task.
 """
 
 import json
@@ -20,6 +21,12 @@ TOOLS = [
         },
     },
     {"name": "crash", "description": "End the server.", "inputSchema": {"type": "object"}},
+    {
+        "name": "later",
+        "description": "Runs only as a task (MCP 2025-11-25 tasks).",
+        "inputSchema": {"type": "object"},
+        "execution": {"taskSupport": "required"},
+    },
 ]
 
 

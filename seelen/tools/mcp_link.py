@@ -1,0 +1,161 @@
+"""The tools of one connected MCP server: its own tools, and `<server>_read_resource`.
+
+`ServerLink` is one configured server as the manager tracks it; the tools here call
+through its client and tell the manager when the connection is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from seelen.errors import ToolError
+from seelen.tools.base import ToolSpec
+from seelen.tools.mcp_content import (
+    NOTE_LINE,
+    ToolProgress,
+    render_resource,
+    render_result,
+    resource_catalogue,
+)
+
+State = Literal["connecting", "ready", "failed", "disabled"]
+
+
+class Owner(Protocol):
+    """What a tool needs from the manager that connected its server."""
+
+    call_timeout: float | None
+    on_progress: Callable[[ToolProgress], None] | None
+
+    def _lost(self, server: ServerLink, exc: BaseException) -> None:
+        """The server's connection died during a call."""
+        ...
+
+
+@dataclass
+class ServerLink:
+    """One configured server: its entry, state, client, log file and counts."""
+
+    name: str
+    entry: Any
+    state: State = "connecting"
+    reason: str = ""
+    tools: int = 0
+    client: Any = None
+    task: asyncio.Task[None] | None = None
+    log: Path | None = None
+    http_error: str = ""
+    skipped: int = 0
+    notes: logging.Logger | None = None  # the server's log notifications, into `log`
+
+
+class McpTool:
+    """One tool of a connected MCP server."""
+
+    def __init__(self, spec: ToolSpec, server: ServerLink, manager: Owner) -> None:
+        self.spec = spec
+        self._server = server
+        self._manager = manager
+
+    async def call(self, arguments: dict[str, Any]) -> str:
+        """Call the tool on its server; an `isError` result or a lost server raises `ToolError`."""
+        server, client = self._server, self._server.client
+        if server.state != "ready" or client is None:
+            raise ToolError(f"MCP server {server.name!r} is not connected")
+        try:
+            result = await self._send(client, arguments)
+        except Exception as exc:  # becomes the tool's error outcome; a dead link also a status
+            if not await alive(client):
+                self._manager._lost(server, exc)
+            raise ToolError(f"MCP server {server.name!r}: {describe(exc)}") from exc
+        text = render_result(result)
+        if result.is_error:
+            raise ToolError(text or f"MCP tool {self.spec.origin_name!r} reported an error")
+        return text
+
+    async def _send(self, client: Any, arguments: dict[str, Any]) -> Any:
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            if self._manager.on_progress is not None:
+                self._manager.on_progress(ToolProgress(self.spec.name, done, total, message or ""))
+
+        return await client.call_tool_mcp(
+            self.spec.origin_name,
+            arguments,
+            progress_handler=progress,
+            timeout=self._manager.call_timeout,
+        )
+
+
+class ResourceReader(McpTool):
+    """`<server>_read_resource`: the model reads one of the server's resources by URI."""
+
+    async def call(self, arguments: dict[str, Any]) -> str:
+        """Read the resource named by `uri`; a failure raises `ToolError`."""
+        uri = arguments.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise ToolError("missing required argument 'uri'")
+        server, client = self._server, self._server.client
+        if server.state != "ready" or client is None:
+            raise ToolError(f"MCP server {server.name!r} is not connected")
+        try:
+            async with asyncio.timeout(self._manager.call_timeout):
+                contents = await client.read_resource(uri)
+        except Exception as exc:  # becomes the tool's error outcome, as for any tool
+            raise ToolError(f"MCP server {server.name!r}: {describe(exc)}") from exc
+        return render_resource(contents)
+
+
+def resource_spec(name: str, server: str, resources: list[Any]) -> ToolSpec:
+    text = f"Read a resource of the MCP server {server!r} by its URI. Offered:\n"
+    schema = {
+        "type": "object",
+        "properties": {"uri": {"type": "string", "description": "the resource's URI"}},
+        "required": ["uri"],
+    }
+    return ToolSpec(name, text + resource_catalogue(resources), schema, f"mcp:{server}")
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception, looking through fastmcp's wrappers to the cause."""
+    seen: set[int] = set()
+    while id(exc) not in seen:  # exception chains can loop
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        elif isinstance(exc, RuntimeError) and exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            break
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text.removeprefix("Client failed to connect: ")[:300]
+
+
+async def alive(client: Any) -> bool:
+    """Whether the server still answers: tells a failed tool from a dead connection."""
+    if not client.is_connected():
+        return False
+    try:
+        async with asyncio.timeout(2.0):
+            await client.ping()
+    except Exception:  # any failure to answer a ping means the link is gone; the caller says so
+        return False
+    return True
+
+
+def stderr_note(log: Path | None) -> str:
+    """ " (stderr: <last line>)" from a server's stderr log, for a failure message."""
+    if log is None or not log.exists():
+        return ""
+    # The log is a courtesy: the failure itself is reported whether or not it can be read.
+    with contextlib.suppress(OSError), log.open("rb") as handle:
+        handle.seek(max(0, log.stat().st_size - 4096))
+        text = handle.read().decode("utf-8", "replace")
+        lines = [x for x in text.strip().splitlines() if not NOTE_LINE.match(x)]
+        return f" (stderr: {lines[-1].strip()[:200]})" if lines else ""
+    return ""
