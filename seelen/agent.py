@@ -164,6 +164,8 @@ class ChatBot:
             yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
         recalled = await self._recall(query)
         if recalled is not None:
+            if recalled.notice:  # e.g. the vector index is damaged: keywords only
+                yield Notice(recalled.notice)
             yield Recalled(recalled)
         rounds = 0
         while True:

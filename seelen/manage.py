@@ -44,25 +44,25 @@ async def prepare(app: App, console: Console, *, index_now: bool = True) -> bool
 
 
 def reindex_if_needed(app: App, console: Console, *, start: bool = True) -> None:
-    """After an embedding-model change, re-embed everything with a progress bar."""
+    """Start the indexer, which repairs the index and re-indexes after a model change in
+    the background (`start=False`: the caller runs it later); recall uses keywords meanwhile."""
     if app.index is None:
         return
     if app.store.has_history() and app.index.needs_reindex():
-        console.print("[yellow]The embedding model changed: re-indexing your memory.[/yellow]")
-        reindex_all(app, console)
+        console.print(
+            "[yellow]The vector index needs rebuilding (new embedding model, or unreadable): "
+            "re-indexing in the background; recall uses keywords meanwhile.[/yellow]"
+        )
     if start:
         app.index.start()
 
 
 def reindex_all(app: App, console: Console) -> int:
-    """`seelen memory reindex`: drop every vector and embed all texts again."""
+    """`seelen memory reindex`: embed all texts again into new tables, swapped in when done."""
     assert app.index is not None
-    app.index.reset_for_new_model()
     with _progress(console) as bar:
-        task = bar.add_task("re-indexing", total=app.index.pending())
-        return app.index.index_all(
-            lambda done, total: bar.update(task, completed=done, total=total)
-        )
+        task = bar.add_task("re-indexing", total=None)
+        return app.index.rebuild(lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def _progress(console: Console) -> Progress:
