@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from seelen.config import Settings, load_settings
+from seelen.db_commands import db_app
 from seelen.errors import SeelenError
 
 app = typer.Typer(
@@ -162,6 +163,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(persona_app, name="persona")
 app.add_typer(profile_app, name="profile")
+app.add_typer(db_app, name="db")
 
 
 def _memory_command(

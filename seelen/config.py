@@ -157,6 +157,9 @@ class Settings:
         "CONTEXT_TOKENS", 8000, _int(512), "token budget of the whole prompt"
     )
     jina_api_key: str = _setting("JINA_API_KEY", "", _str, "enables the web_search tool")
+    # Seven: a week of daily backups, or the last few before risky changes; each is a full
+    # copy of the profile, so more is the user's choice, not a default.
+    backups: int = _setting("SEELEN_BACKUPS", 7, _int(1, 1000), "`seelen db backup` copies kept")
 
     @property
     def profile_dir(self) -> Path:
