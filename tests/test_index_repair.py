@@ -240,3 +240,34 @@ def test_ask_answers_on_a_damaged_index_and_repairs_it(env, data_dir: Path) -> N
     assert store.count_unindexed() == 0  # re-indexed after the answer
     assert len(list(profile.glob("lancedb.damaged-*"))) == 1
     assert_one_vector_per_text(store, VectorIndex(profile / "lancedb", index.model_id, LOCAL_DIM))
+
+
+def test_recall_keeps_answering_while_the_index_is_swapped(indexed) -> None:
+    import threading
+
+    store, index, indexer = indexed
+    recall = Recall(store, index, HashEmbedder(), session_num=2, conv_num=3)
+    errors: list[BaseException] = []
+    found: list[int] = []
+    done = threading.Event()
+
+    def ask() -> None:
+        while not done.is_set():
+            try:
+                found.append(len(recall.search("lisbon talk", None).turns))
+            except BaseException as exc:  # any escape would fail a user's turn
+                errors.append(exc)
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    try:
+        for _ in range(3):
+            indexer.rebuild()
+            index.move_aside()
+            indexer.repair()
+            indexer.index_all()
+    finally:
+        done.set()
+        thread.join()
+    assert errors == [] and found and min(found) > 0
+    assert_one_vector_per_text(store, index)

@@ -159,7 +159,10 @@ class VectorIndex:
 
     def _recent_rows(self, kind: str) -> RecentRows | None:
         """The in-memory copy of `kind`'s recent table, if that table exists."""
-        return None if self._table(kind + RECENT) is None else self._recent[kind + RECENT]
+        if self._table(kind + RECENT) is None:
+            return None
+        # Absent only when a swap or a move aside dropped the handles just now: no rows yet.
+        return self._recent.get(kind + RECENT)
 
     # -- writes ------------------------------------------------------------------------
 
