@@ -271,3 +271,16 @@ def test_recall_keeps_answering_while_the_index_is_swapped(indexed) -> None:
         thread.join()
     assert errors == [] and found and min(found) > 0
     assert_one_vector_per_text(store, index)
+
+
+def test_forgetting_on_a_damaged_index_fails_nothing_and_is_finished_by_repair(
+    indexed, tmp_path: Path
+) -> None:
+    store, index, indexer = indexed
+    session = store.sessions_with_status("archived")[0].session_id
+    garbage_data(tmp_path / "lancedb")
+    indexer.forget(store.delete_session(session))  # e.g. /reset, or ask --ephemeral
+    assert "keep a vector until repaired" in (indexer.error or "")
+    indexer.index_all()
+    assert_one_vector_per_text(store, index)  # none left for the forgotten texts
+    assert store.get_session(session) is None

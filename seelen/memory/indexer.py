@@ -263,10 +263,16 @@ class Indexer:
             self._thread = None
 
     def forget(self, text_ids: Sequence[str]) -> None:
-        """Remove deleted texts' vectors."""
-        if text_ids:
+        """Remove deleted texts' vectors. When the index cannot be written now (damaged),
+        the next pass's repair drops them, as vectors whose text is gone from SQLite."""
+        if not text_ids:
+            return
+        try:
             for kind in KINDS:
                 self.index.delete(kind, text_ids=list(text_ids))
+        except StoreError as exc:
+            self.error = f"{len(text_ids)} forgotten texts keep a vector until repaired: {exc}"
+            self._repaired = False  # the next pass measures again and drops them
 
 
 def _start(item: Turn | Summary) -> int:
