@@ -106,9 +106,15 @@ def test_a_kill_during_reindex_leaves_every_text_with_one_vector(
 
 def test_a_rebuild_is_swapped_in_only_when_complete(indexed, tmp_path: Path) -> None:
     store, index, indexer = indexed
-    seen = []
-    indexer.rebuild(lambda done, total: seen.append(index.count("turns")))
+    seen, shown = [], []
+
+    def progress(done: int, total: int) -> None:
+        seen.append(index.count("turns"))
+        shown.append(indexer.status())
+
+    indexer.rebuild(progress)
     assert seen and all(n == 40 for n in seen)  # old vectors stayed searchable throughout
+    assert shown[0] == "re-indexing memory 20/44" and indexer.status() == ""
     assert_one_vector_per_text(store, index)
     assert [p.name for p in tmp_path.glob("lancedb*")] == ["lancedb"]  # nothing left over
 

@@ -88,6 +88,18 @@ class Indexer:
         self._repaired = False
         self.error: str | None = None
         self.repairs: list[str] = []  # what the last `repair` did, one line each
+        self._doing: tuple[str, int, int] | None = None  # (what, done, total) of a long pass
+
+    def status(self) -> str:
+        """A few words on a long pass under way ("re-indexing memory 120/2000"), else ''."""
+        doing = self._doing
+        return f"{doing[0]} {doing[1]}/{doing[2]}" if doing else ""
+
+    def _report(self, what: str, progress: Progress | None, done: int, total: int) -> None:
+        # Only passes longer than a batch are worth showing; small ones end at once.
+        self._doing = (what, done, total) if total > self.batch and done < total else None
+        if progress:
+            progress(done, total)
 
     def needs_reindex(self) -> bool:
         """True when the stored vectors were made by another model (or cannot be read)."""
@@ -167,8 +179,8 @@ class Indexer:
                     self._embed_into(self.index, kind, items)
                     self.store.mark_indexed([i.text_id for i in items])
             done += len(turns) + len(summaries)
-            if progress:
-                progress(done, max(total, done))
+            self._report("indexing memory", progress, done, max(total, done))
+        self._doing = None
         return done
 
     def _embed_into(self, index: Any, kind: str, items: Sequence[Turn | Summary]) -> None:
@@ -199,6 +211,7 @@ class Indexer:
             position = 0
             while True:
                 if self._stop.is_set():
+                    self._doing = None
                     return done  # the staged folder is removed by the next `recover`
                 position, items = self.store.indexable(kind, position, self.batch)
                 if not items:
@@ -206,9 +219,9 @@ class Indexer:
                 self._embed_into(staged, kind, items)
                 embedded += [i.text_id for i in items]
                 done += len(items)
-                if progress:
-                    progress(done, max(total, done))
+                self._report("re-indexing memory", progress, done, max(total, done))
         staged.maintain()
+        self._doing = None
         self.index.swap_in(staged)
         # A crash here leaves texts marked 0 that have a vector: they are embedded again.
         self.store.mark_indexed(embedded)
