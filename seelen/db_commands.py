@@ -50,10 +50,13 @@ def _progress() -> Callable[[int, int], None]:
 @db_app.command("check")
 def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Check SQLite, the vector index against the texts, and the persona and profile files."""
+    from seelen.maintenance import DB_FILE, sqlite_findings
     from seelen.maintenance import check as run_check
 
-    with _memory(profile, data_dir) as app:
-        findings = run_check(app)
+    findings = sqlite_findings(_settings(profile, data_dir).profile_dir / DB_FILE)
+    if all(f.ok for f in findings):  # a damaged database is reported, not opened
+        with _memory(profile, data_dir) as app:
+            findings = run_check(app)
     for f in findings:
         typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {f.name}: {f.detail}")
     if not all(f.ok for f in findings):

@@ -39,11 +39,15 @@ class Finding:
 
 @contextmanager
 def _sqlite(path: Path, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection of its own to an existing database; SQLite errors become one line."""
     if not path.is_file():
         raise StoreError(f"no memory database at {path}")
-    uri = f"file:{path}" + ("" if write else "?mode=ro")
-    with closing(sqlite3.connect(uri, uri=True, timeout=10, isolation_level=None)) as db:
-        yield db
+    uri = path.resolve().as_uri() + ("" if write else "?mode=ro")
+    try:
+        with closing(sqlite3.connect(uri, uri=True, timeout=10, isolation_level=None)) as db:
+            yield db
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path.name}: {exc}") from exc
 
 
 # -- check and repair ------------------------------------------------------------------
@@ -52,11 +56,23 @@ def _sqlite(path: Path, *, write: bool = False) -> Iterator[sqlite3.Connection]:
 def check(app: Any) -> list[Finding]:
     """SQLite integrity and foreign keys, the vector index against the texts, and the
     persona and profile files; every finding, good or bad."""
-    db_path = app.settings.profile_dir / DB_FILE
-    with _sqlite(db_path) as db:
-        verdict = [r[0] for r in db.execute("PRAGMA integrity_check")]
-        orphans = db.execute("PRAGMA foreign_key_check").fetchall()
-    findings = [
+    findings = sqlite_findings(app.settings.profile_dir / DB_FILE)
+    findings += index_findings(app)
+    for name in FILES:
+        findings.append(_file_finding(app.settings.profile_dir / name))
+    return findings
+
+
+def sqlite_findings(db_path: Path) -> list[Finding]:
+    """SQLite's integrity_check and foreign_key_check (needs no open profile, so a damaged
+    database is reported rather than refused)."""
+    try:
+        with _sqlite(db_path) as db:
+            verdict = [r[0] for r in db.execute("PRAGMA integrity_check")]
+            orphans = db.execute("PRAGMA foreign_key_check").fetchall()
+    except StoreError as exc:
+        return [Finding("SQLite integrity", False, str(exc))]
+    return [
         Finding("SQLite integrity", verdict == ["ok"], "; ".join(verdict[:5])),
         Finding(
             "SQLite foreign keys",
@@ -64,10 +80,6 @@ def check(app: Any) -> list[Finding]:
             f"{len(orphans)} rows point at a missing session" if orphans else "ok",
         ),
     ]
-    findings += index_findings(app)
-    for name in FILES:
-        findings.append(_file_finding(app.settings.profile_dir / name))
-    return findings
 
 
 def index_findings(app: Any) -> list[Finding]:
@@ -184,7 +196,7 @@ def backup(profile_dir: Path, keep: int, *, label: str = "", protect: Path | Non
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(mode=0o700)
     try:
-        _copy_profile(profile_dir, partial)
+        _copy_profile(profile_dir, partial, salvage=bool(label))
         _private(partial)
         partial.rename(folder / name)
     except BaseException:
@@ -196,9 +208,20 @@ def backup(profile_dir: Path, keep: int, *, label: str = "", protect: Path | Non
     return folder / name
 
 
-def _copy_profile(source: Path, target: Path) -> None:
-    with _sqlite(source / DB_FILE) as src, closing(sqlite3.connect(target / DB_FILE)) as dst:
-        src.backup(dst)
+def _copy_profile(source: Path, target: Path, *, salvage: bool) -> None:
+    """The database, files and folders of the profile at `source` into `target`.
+
+    `salvage` (before a restore): a missing database is skipped and an unreadable one is
+    kept byte for byte, since restoring is how a user recovers from exactly that.
+    """
+    try:
+        _copy_database(source / DB_FILE, target / DB_FILE)
+    except StoreError:
+        if not salvage:
+            raise
+        for suffix in ("", "-wal", "-shm"):
+            if (source / (DB_FILE + suffix)).is_file():
+                shutil.copy2(source / (DB_FILE + suffix), target / (DB_FILE + suffix))
     for name in FILES:
         if (source / name).is_file():
             shutil.copy2(source / name, target / name)
@@ -207,6 +230,13 @@ def _copy_profile(source: Path, target: Path) -> None:
             # The index may change while it is copied; it is rebuildable from SQLite, and a
             # restore repairs any difference.
             shutil.copytree(source / name, target / name, ignore_dangling_symlinks=True)
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """A consistent copy of a live database through SQLite's backup API."""
+    target.unlink(missing_ok=True)
+    with _sqlite(source) as src, closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
 
 
 def _private(folder: Path) -> None:
@@ -243,8 +273,13 @@ def restore(profile_dir: Path, which: str | None, keep: int) -> tuple[Path, Path
     (restored backup, backup of what was there). Run it while no chat is open."""
     source = find_backup(profile_dir, which)
     saved = backup(profile_dir, keep, label="before-restore", protect=source)
-    with _sqlite(source / DB_FILE) as src, _sqlite(profile_dir / DB_FILE, write=True) as dst:
-        src.backup(dst)  # page by page inside one transaction of the live database
+    live = profile_dir / DB_FILE
+    incoming = live.with_name(DB_FILE + ".restoring")
+    _copy_database(source / DB_FILE, incoming)
+    incoming.chmod(0o600)
+    for suffix in ("-wal", "-shm"):  # the old database's journal, kept in `saved`
+        live.with_name(DB_FILE + suffix).unlink(missing_ok=True)
+    os.replace(incoming, live)
     for name in FILES:
         if (source / name).is_file():
             from seelen.atomic import atomic_write

@@ -169,3 +169,32 @@ def test_optimize_keeps_every_text_and_vector(memory: App) -> None:
     assert any(line.startswith("chat_sessions.db:") for line in lines)
     assert failed(memory) == {}
     assert memory.recall.search("lisbon", None).turns
+
+
+@pytest.mark.parametrize("damage", ["garbage", "missing"])
+def test_restore_recovers_a_damaged_or_lost_database(memory: App, damage: str) -> None:
+    from seelen.store import Store
+
+    profile = memory.settings.profile_dir
+    good = maintenance.backup(profile, keep=3)
+    memory.store.close()
+    db = profile / "chat_sessions.db"
+    for journal in ("-wal", "-shm"):
+        (profile / f"chat_sessions.db{journal}").unlink(missing_ok=True)
+    if damage == "garbage":
+        db.write_bytes(b"\x00garbage" * 512)
+    else:
+        db.unlink()
+    runner = CliRunner()
+    bad = runner.invoke(cli, ["db", "check"])
+    assert bad.exit_code == 1 and "FAIL SQLite integrity" in bad.output
+    restored = runner.invoke(cli, ["db", "restore"])
+    assert restored.exit_code == 0, restored.output
+    assert good.name in restored.output
+    again = Store(db)
+    assert again.count_turns() == 12
+    again.close()
+    saved = [p for p in maintenance.backups(profile) if "before-restore" in p.name]
+    if damage == "garbage":  # the damaged file is kept, byte for byte
+        assert (saved[0] / "chat_sessions.db").read_bytes() == b"\x00garbage" * 512
+    assert runner.invoke(cli, ["db", "check"]).exit_code == 0
