@@ -130,8 +130,8 @@ class VectorIndex:
                 return None
             if not self._compatible_locked():
                 raise StoreError(
-                    f"vector index {self.path} holds vectors of another embedding model; "
-                    "re-index your memory (seelen memory reindex)"
+                    f"vector index {self.path} holds vectors of another embedding model "
+                    "or cannot be read; the indexer rebuilds it (or: seelen db repair)"
                 )
             db = self._connect()
             if name in db.list_tables().tables:
