@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, scale
 
 from seelen.embed import LocalEmbedder
-from seelen.memory.recall import Indexer, Recall
+from seelen.memory.indexer import Indexer
+from seelen.memory.recall import Recall
 from seelen.store import Store
 from seelen.vectors import VectorIndex, VectorRow
 

@@ -203,6 +203,8 @@ class ChatBot:
                 yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
         recalled = await self._recall(question.text)
         if recalled is not None:
+            if recalled.notice:  # e.g. the vector index is damaged: keywords only
+                yield Notice(recalled.notice)
             yield Recalled(recalled)
         await self._consult_notes(question.text)
         rounds = 0

@@ -18,8 +18,9 @@ from seelen.config import Settings, prepare_profile_dir
 from seelen.errors import ConfigError, SeelenError
 from seelen.llm import OpenAIChatModel
 from seelen.logs import PromptLog, attach_debug_log, private_dir
+from seelen.memory.indexer import Indexer
 from seelen.memory.persona import PersonaFiles
-from seelen.memory.recall import Indexer, Recall
+from seelen.memory.recall import Recall
 from seelen.memory.sessions import Sessions
 from seelen.store import Store
 from seelen.tools.base import ToolRegistry
@@ -110,8 +111,10 @@ class App:
             self.recall.warm(self.sessions.current.session_id)
         if self.index is not None:
             if self.store.has_history() and self.index.needs_reindex():
-                on_line("The embedding model changed: re-indexing your memory in the background.")
-                await asyncio.to_thread(self.index.reset_for_new_model)
+                on_line(
+                    "The vector index needs rebuilding (new embedding model, or unreadable): "
+                    "re-indexing in the background; recall uses keywords meanwhile."
+                )
             if start_indexer:
                 self.index.start()
         return self.restored
@@ -138,13 +141,10 @@ class App:
             self.index.forget(text_ids)
 
     def start_background(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Re-index after an embedding-model change, then keep indexing in the background."""
-        if self.index is None:
-            return
-        if self.index.needs_reindex():
-            self.index.reset_for_new_model()
-            self.index.index_all(progress)
-        self.index.start()
+        """Keep the vector index in step in the background: repair it, re-index after an
+        embedding-model change, then index new texts as they come."""
+        if self.index is not None:
+            self.index.start(progress)
 
     def start_mcp(self, on_event: Callable[[str], None]) -> McpManager | None:
         """Connect the MCP servers in the background (needs the running event loop)."""

@@ -23,6 +23,7 @@ from seelen.cli_common import (
 )
 from seelen.cli_memory import register as register_memory_commands
 from seelen.config import Settings
+from seelen.db_commands import db_app
 from seelen.errors import SeelenError
 from seelen.knowledge_cli import knowledge_app
 
@@ -167,6 +168,7 @@ server_app = typer.Typer(
     "SEELEN_IDLE_MINUTES without questions."
 )
 app.add_typer(server_app, name="server")
+app.add_typer(db_app, name="db")
 
 
 @server_app.command("status")

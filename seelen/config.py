@@ -206,6 +206,9 @@ class Settings:
     disabled_tools: tuple[str, ...] = _setting(
         "DISABLED_TOOLS", (), _names, "comma-separated tool names to hide (* and ? match)"
     )
+    # Seven: a week of daily backups, or the last few before risky changes; each is a full
+    # copy of the profile, so more is the user's choice, not a default.
+    backups: int = _setting("SEELEN_BACKUPS", 7, _int(1, 1000), "`seelen db backup` copies kept")
 
     @property
     def profile_dir(self) -> Path:

@@ -66,12 +66,15 @@ async def run_checks(app: App) -> list[Check]:
     async def index_healthy() -> str:
         if app.index is None or app.recall is None:
             raise RuntimeError("recall is not configured")
-        if app.index.needs_reindex():
-            return "embedding model changed: the next chat re-indexes"
-        vectors = await asyncio.to_thread(app.recall.index.count, "turns")
-        pending = await asyncio.to_thread(app.index.pending)
+        from seelen.maintenance import index_findings
+
+        findings = await asyncio.to_thread(index_findings, app)
+        wrong = [f"{f.name}: {f.detail}" for f in findings if not f.ok]
+        if wrong:  # counted against the texts, so a lost index never passes for healthy
+            raise RuntimeError("; ".join(wrong) + " (seelen db repair fixes it)")
         vector = await asyncio.to_thread(app.recall.embedder.embed, ["doctor"])
-        return f"{vectors} turn vectors, {pending} pending, embedder dim {vector.shape[1]}"
+        counts = "; ".join(f.detail for f in findings[1:])
+        return f"{counts}; embedder dim {vector.shape[1]}"
 
     checks = [await _timed("model answers", model_answers)]
     checks.append(await _timed("memory store", store_healthy))

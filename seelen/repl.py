@@ -231,7 +231,9 @@ class Repl:
     def _toolbar(self) -> str:
         s = self.app.settings
         sid = self.app.sessions.current.session_id[:8]
+        indexing = self.app.index.status() if self.app.index is not None else ""
         return (
             f" {s.profile} · session {sid} · {self._turns} turns · "
-            f"{self.app.provider.chat_model} · Alt-Enter: new line · /help"
+            f"{self.app.provider.chat_model} · {indexing + ' · ' if indexing else ''}"
+            "Alt-Enter: new line · /help"
         )

@@ -173,10 +173,9 @@ def _make_private_dir(directory: Path) -> None:
 
 
 def reindex_all(app: App, progress: Callable[[int, int], None] | None = None) -> int:
-    """`seelen memory reindex`: drop every vector and embed all texts again."""
+    """`seelen memory reindex`: embed all texts again into new tables, swapped in when done."""
     assert app.index is not None
-    app.index.reset_for_new_model()
-    return app.index.index_all(progress)
+    return app.index.rebuild(progress)
 
 
 def index_now(app: App) -> None:

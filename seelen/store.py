@@ -29,6 +29,9 @@ EPHEMERAL = "ephemeral"
 # Roles whose text is conversation (indexed, recalled); tool traffic is kept but not recalled.
 SPOKEN_ROLES = ("user", "assistant")
 
+# The turns that belong in the vector index: spoken words, not tool traffic.
+_INDEXABLE_TURN = "role IN ('user', 'assistant') AND json_extract(meta, '$.tool_calls') IS NULL"
+
 
 def now_ms() -> int:
     """The current time in integer milliseconds since the epoch."""
@@ -458,24 +461,43 @@ class Store:
     def mark_indexed(self, text_ids: Iterable[str], indexed: bool = True) -> None:
         """Record that these texts are (or are no longer) in the vector index."""
         ids = list(text_ids)
-        if not ids:
-            return
-        marks = ",".join("?" * len(ids))
         with self._tx() as db:
-            for table in ("conversation", "summary"):
-                db.execute(
-                    f"UPDATE {table} SET indexed = ? WHERE text_id IN ({marks})",
-                    [int(indexed), *ids],
-                )
+            # In chunks: SQLite limits the number of parameters in one statement.
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for table in ("conversation", "summary"):
+                    db.execute(
+                        f"UPDATE {table} SET indexed = ? WHERE text_id IN ({marks})",
+                        [int(indexed), *chunk],
+                    )
 
     def mark_all_unindexed(self) -> None:
         """Queue every spoken turn and summary for (re-)indexing, e.g. after a model change."""
         with self._tx() as db:
-            db.execute(
-                "UPDATE conversation SET indexed = 0 WHERE role IN ('user', 'assistant') "
-                "AND json_extract(meta, '$.tool_calls') IS NULL"
-            )
+            db.execute(f"UPDATE conversation SET indexed = 0 WHERE {_INDEXABLE_TURN}")
             db.execute("UPDATE summary SET indexed = 0")
+
+    def index_flags(self, kind: str) -> dict[str, bool]:
+        """text_id → marked as in the vector index, for every text of `kind` ("turns" or
+        "summaries") that belongs there; compared with the index to find drift."""
+        if kind == "turns":
+            sql = f"SELECT text_id, indexed FROM conversation WHERE {_INDEXABLE_TURN}"
+        else:
+            sql = "SELECT text_id, indexed FROM summary"
+        return {r[0]: bool(r[1]) for r in self._query(sql)}
+
+    def indexable(self, kind: str, after: int, limit: int) -> tuple[int, list[Turn | Summary]]:
+        """The next `limit` texts of `kind` that belong in the vector index, after the
+        position `after` (0 at first); returns the position to continue from."""
+        if kind == "turns":
+            sql = f"SELECT seq AS pos, * FROM conversation WHERE {_INDEXABLE_TURN} AND seq > ?"
+            make: Any = _turn
+        else:
+            sql = "SELECT rowid AS pos, * FROM summary WHERE rowid > ?"
+            make = _summary
+        rows = self._query(sql + " ORDER BY pos LIMIT ?", (after, limit))
+        return (rows[-1]["pos"] if rows else after), [make(r) for r in rows]
 
     # --- archive steps -------------------------------------------------------------------
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zlib
 from pathlib import Path
+
+import numpy as np
 
 from seelen.store import Store
 
@@ -34,3 +37,21 @@ def heavy_imports(module: str, candidates: tuple[str, ...]) -> list[str]:
     code = f"import sys, {module}; print(' '.join(m for m in {candidates!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return out.stdout.split()
+
+
+class HashEmbedder:
+    """A fast stand-in for the embedding model: words hashed into 16 buckets, normalised.
+
+    Texts sharing words get similar vectors, which is all the index tests need.
+    """
+
+    model_id = "test:hash"
+    dim = 16
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Shape (len(texts), 16), float32, rows of length 1 (or 0 for empty texts)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)

@@ -174,6 +174,7 @@ async def test_archive_resumes_after_a_failure_without_redoing_steps(env: ModelS
 
 async def wait_indexed(app: App, seconds: float = 10) -> None:
     deadline = time.monotonic() + seconds
+    assert await asyncio.to_thread(app.index.wait_idle, seconds)
     while app.store.count_unindexed() and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert app.store.count_unindexed() == 0

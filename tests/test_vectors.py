@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -328,3 +330,23 @@ def test_searches_during_writes_never_miss_a_row(tmp_path: Path) -> None:
         reader.join()
     assert failures == []
     assert index.count("turns") == 31
+
+
+def test_opening_an_index_skips_lancedbs_rest_client(tmp_path: Path) -> None:
+    """`import lancedb` would load a generated REST client that a local index never uses
+    (over a second); if a LanceDB release starts needing it at import, this fails loudly
+    rather than letting every start-up slow down again."""
+    code = f"""
+import sys
+import numpy as np
+from seelen.vectors import VectorIndex, VectorRow
+index = VectorIndex({str(tmp_path / "lancedb")!r}, "m", 4)
+index.add("turns", [VectorRow("t1", "s1", 0, np.ones(4))])
+assert index.search("turns", np.ones(4), 1)[0].text_id == "t1"
+print(sorted(m for m in sys.modules if m.startswith("lance_namespace_urllib3_client.api")))
+import lance_namespace_urllib3_client as client
+print(client.ApiClient.__name__)  # still there, loaded on first use
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["[]", "ApiClient"]

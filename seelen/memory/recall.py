@@ -5,20 +5,20 @@ sessions, then the `conv_num` most relevant turns, found both inside those sessi
 direct turn search. Ranked lists are fused by reciprocal rank: score = Σ 1 / (60 + rank).
 The current session is never recalled from the index (its turns are in the prompt already).
 
-The `Indexer` keeps LanceDB in step with SQLite in a background thread: texts are committed
-to SQLite first with `indexed = 0`, embedded in batches, added to LanceDB, then marked. A
-crash in between leaves them marked 0, and they are picked up on the next start.
+A vector index that cannot be searched (damaged, being rebuilt, another model's) never
+fails a recall: it falls back to keywords (BM25) and says so once in `notice`. The
+`Indexer` (indexer.py) keeps the index in step with SQLite and repairs it.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from seelen.errors import SeelenError
 from seelen.store import Store, Summary, Turn
 
 RRF_K = 60
@@ -56,6 +56,7 @@ class RecallResult:
     turns: list[RecalledItem]
     seconds: float
     mode: str = "hybrid"
+    notice: str = ""  # why vector search was left out, when it was
 
 
 def fuse(
@@ -127,6 +128,7 @@ class Recall:
         self.bm25_floor = bm25_floor
         self.weights = weights or {}
         self._pool: ThreadPoolExecutor | None = None
+        self._told: set[str] = set()  # notices already given
 
     def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
         if self._pool is None:
@@ -180,7 +182,8 @@ class Recall:
             pending["t:bm25"] = self._run(
                 store.search_turns_text, query, n, exclude_session=current_session
             )
-        vector = self.embedder.embed([query])[0] if vectors else None
+        notices: list[str] = []
+        vector = self._embed(query, notices) if vectors else None
         if vector is not None:
             pending["s:vector"] = self._run(
                 self.index.search, "summaries", vector, n, exclude_session=current_session
@@ -189,7 +192,7 @@ class Recall:
                 self.index.search, "turns", vector, n, exclude_session=current_session
             )
         summaries = self._summaries(
-            fuse(self._lists("s:", pending, vectors_seen), weights=self.weights)
+            fuse(self._lists("s:", pending, vectors_seen, notices), weights=self.weights)
         )
         sessions = [s.session_id for s in summaries[: self.session_num]]
         summaries = summaries[: self.session_num]
@@ -201,21 +204,50 @@ class Recall:
             pending["t:vector_in_sessions"] = self._run(
                 self.index.search, "turns", vector, n, only_sessions=sessions
             )
-        fused = fuse(self._lists("t:", pending, vectors_seen), weights=self.weights)
+        fused = fuse(self._lists("t:", pending, vectors_seen, notices), weights=self.weights)
         limit = self.conv_num if conv_num is None else conv_num
         turns = newer_first(self._turns(fused, limit, current_session), vectors_seen)
-        return RecallResult(query, summaries, turns, time.perf_counter() - started, mode)
+        seconds = time.perf_counter() - started
+        return RecallResult(query, summaries, turns, seconds, mode, self._notice(notices))
+
+    def _embed(self, query: str, notices: list[str]) -> Any:
+        """The query's vector, or None (noted in `notices`) when the embedder fails."""
+        try:
+            return self.embedder.embed([query])[0]
+        except SeelenError as exc:
+            notices.append(str(exc))
+            return None
+
+    def _notice(self, notices: list[str]) -> str:
+        """One line about a vector search left out; each cause is told once per process."""
+        fresh = [n for n in dict.fromkeys(notices) if n not in self._told]
+        self._told.update(fresh)
+        if not fresh:
+            return ""
+        return f"recall used keywords only: {fresh[0]}"
 
     def _lists(
-        self, prefix: str, pending: dict[str, Future[Any]], vectors_seen: dict[str, Any]
+        self,
+        prefix: str,
+        pending: dict[str, Future[Any]],
+        vectors_seen: dict[str, Any],
+        notices: list[str],
     ) -> dict[str, list[str]]:
         """Collect one stage's ranked id lists (BM25 lists cut at the score floor), and note
-        the vectors of the vector hits in `vectors_seen`."""
+        the vectors of the vector hits in `vectors_seen`. A vector search that failed is
+        left out and its error noted in `notices`: keywords alone still recall."""
         lists = {}
         for key, future in pending.items():
             if not key.startswith(prefix):
                 continue
-            name, result = key[len(prefix) :], future.result()
+            name = key[len(prefix) :]
+            try:
+                result = future.result()
+            except SeelenError as exc:
+                if name.startswith("bm25"):
+                    raise
+                notices.append(str(exc))
+                continue
             if name.startswith("bm25"):
                 lists[name] = strong_hits(result, self.bm25_floor)
             else:
@@ -262,105 +294,3 @@ class Recall:
             if len(out) == limit:
                 break
         return out
-
-
-class Indexer:
-    """Embeds new texts from SQLite into LanceDB in a background thread."""
-
-    def __init__(self, store: Store, index: Any, embedder: Any, *, batch: int = 64) -> None:
-        self.store = store
-        self.index = index
-        self.embedder = embedder
-        self.batch = batch
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        # A batch read before a text was deleted must not add its vector after `forget` ran:
-        # batches and forgetting take turns.
-        self._batch_lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self.error: str | None = None
-
-    def needs_reindex(self) -> bool:
-        """True when the stored vectors were made by another embedding model."""
-        return not self.index.compatible()
-
-    def reset_for_new_model(self) -> None:
-        """Drop the old vectors and queue every text again (never mix two models' vectors)."""
-        self.index.reset()
-        self.store.mark_all_unindexed()
-
-    def pending(self) -> int:
-        """How many texts wait to be indexed."""
-        return self.store.count_unindexed()
-
-    def index_all(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Index everything pending now, in this thread; returns how many texts."""
-        total, done = self.pending(), 0
-        while not self._stop.is_set():
-            n = self._index_batch()
-            if n == 0:
-                break
-            done += n
-            if progress:
-                progress(done, max(total, done))
-        return done
-
-    def _index_batch(self) -> int:
-        with self._batch_lock:
-            return self._index_batch_locked()
-
-    def _index_batch_locked(self) -> int:
-        from seelen.vectors import VectorRow
-
-        turns, summaries = self.store.unindexed(self.batch)
-        for kind, items in (("turns", turns), ("summaries", summaries)):
-            if not items:
-                continue
-            texts = [i.text for i in items]
-            vectors = self.embedder.embed(texts)
-            rows = [
-                VectorRow(i.text_id, i.session_id, _start(i), v)
-                for i, v in zip(items, vectors, strict=True)
-            ]
-            self.index.add(kind, rows)
-            self.store.mark_indexed([i.text_id for i in items])
-        return len(turns) + len(summaries)
-
-    def start(self) -> None:
-        """Run in the background until `stop`; `wake` makes it look for new texts at once."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="seelen-indexer", daemon=True)
-            self._thread.start()
-
-    def wake(self) -> None:
-        """Tell the background thread a new text is waiting."""
-        self._wake.set()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.index_all()
-                self.error = None
-            except Exception as exc:  # reported by /why and doctor; retried on next wake
-                self.error = f"{type(exc).__name__}: {exc}"
-            self._wake.wait(timeout=5.0)
-            self._wake.clear()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop the thread (the current batch finishes first)."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def forget(self, text_ids: Sequence[str]) -> None:
-        """Remove deleted texts' vectors (after the batch being indexed, if any)."""
-        if text_ids:
-            with self._batch_lock:
-                for kind in ("turns", "summaries"):
-                    self.index.delete(kind, text_ids=list(text_ids))
-
-
-def _start(item: Turn | Summary) -> int:
-    return item.ts_ms if isinstance(item, Turn) else item.start_ms

@@ -1,0 +1,155 @@
+"""`seelen db …`: the maintenance commands, as a typer sub-app (`cli.py` registers it).
+
+Each command prints plain lines; `check` exits 1 when anything is wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+
+db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memory.")
+
+ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
+DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
+
+
+def _settings(profile: str | None, data_dir: str | None) -> Any:
+    from seelen.cli_common import settings_from  # the flags given before `db` count too
+
+    return settings_from(profile, None, data_dir)
+
+
+@contextmanager
+def _memory(profile: str | None, data_dir: str | None, writer: str = "") -> Iterator[Any]:
+    """The profile's store, index and indexer, without a chat model. A `writer` (the
+    command's name) first waits for the profile's writer lock, like every writer."""
+    from seelen.runtime import Runtime
+
+    settings = _settings(profile, data_dir)
+    if not writer:
+        runtime = Runtime.open_reader(settings)
+    else:
+        runtime = asyncio.run(
+            Runtime.open(
+                settings,
+                role=writer,
+                on_line=lambda line: typer.echo(line, err=True),
+                with_model=False,
+                start_indexer=False,
+            )
+        )
+    try:
+        yield runtime.app
+    finally:
+        asyncio.run(runtime.aclose())
+
+
+def _progress() -> Callable[[int, int], None]:
+    step = {"next": 0}
+
+    def show(done: int, total: int) -> None:
+        if done >= step["next"] or done == total:  # a line per ~10%, not per batch
+            typer.echo(f"  indexed {done}/{total}", err=True)
+            step["next"] = done + max(total // 10, 1)
+
+    return show
+
+
+@db_app.command("check")
+def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Check SQLite, the vector index against the texts, and the persona and profile files."""
+    from seelen.maintenance import DB_FILE, sqlite_findings
+    from seelen.maintenance import check as run_check
+
+    findings = sqlite_findings(_settings(profile, data_dir).profile_dir / DB_FILE)
+    if all(f.ok for f in findings):  # a damaged database is reported, not opened
+        with _memory(profile, data_dir) as app:
+            findings = run_check(app)
+    for f in findings:
+        typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {f.name}: {f.detail}")
+    if not all(f.ok for f in findings):
+        typer.echo("Some checks failed: `seelen db repair` fixes what it can.", err=True)
+        raise typer.Exit(1)
+
+
+@db_app.command("repair")
+def repair(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Fix what `check` finds: re-index missing vectors, drop orphans, rebuild a damaged index."""
+    from seelen.maintenance import repair as run_repair
+
+    with _memory(profile, data_dir, "db repair") as app:
+        lines = run_repair(app, _progress())
+    for line in lines or ["nothing to repair"]:
+        typer.echo(line)
+    if any(line.startswith("still wrong") for line in lines):
+        raise typer.Exit(1)
+
+
+@db_app.command("optimize")
+def optimize(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """VACUUM and ANALYZE the database, compact the vector index and rebuild its indices."""
+    from seelen.maintenance import optimize as run_optimize
+
+    with _memory(profile, data_dir, "db optimize") as app:
+        for line in run_optimize(app):
+            typer.echo(line)
+
+
+@db_app.command("backup")
+def backup(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Copy the profile into backups/ (safe while Seelen runs); keeps SEELEN_BACKUPS copies."""
+    from seelen.maintenance import backup as run_backup
+
+    settings = _settings(profile, data_dir)
+    typer.echo(str(run_backup(settings.profile_dir, settings.backups)))
+
+
+@db_app.command("restore")
+def restore(
+    which: Annotated[
+        str | None, typer.Argument(help="backup number (1 = newest) or name; default newest")
+    ] = None,
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Restore a backup; the current state is backed up first. Close any chat before."""
+    from seelen.maintenance import restore as run_restore
+
+    from seelen.client import stop_owner
+    from seelen.runtime import ProfileLock
+
+    settings = _settings(profile, data_dir)
+    stop_owner(settings)
+    lock = ProfileLock(settings.profile_dir, "db restore")
+    lock.acquire(wait=True, on_wait=lambda line: typer.echo(line, err=True))
+    try:
+        source, saved = run_restore(settings.profile_dir, which, settings.backups)
+    finally:
+        lock.release()
+    typer.echo(f"restored {source.name}; what was there is kept as {saved.name}")
+
+
+@db_app.command("list")
+def list_backups(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """The backups, numbered as `restore` takes them (1 = newest)."""
+    from seelen.maintenance import backups, human, size
+
+    for n, path in enumerate(backups(_settings(profile, data_dir).profile_dir), start=1):
+        typer.echo(f"{n:>3}  {path.name}  {human(size(path))}")
+
+
+@db_app.command("stats")
+def stats(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+    """Counts of sessions, texts and vectors, and the size of each part of the profile."""
+    from seelen.maintenance import stats as run_stats
+
+    with _memory(profile, data_dir) as app:
+        rows = run_stats(app)
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        typer.echo(f"{label:<{width}}  {value}")

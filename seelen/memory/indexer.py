@@ -1,0 +1,297 @@
+"""The `Indexer`: keeps the vector index in step with SQLite, and rebuilds it from SQLite.
+
+Texts are committed to SQLite first with `indexed = 0`, embedded in batches in a background
+thread, added to LanceDB, then marked. SQLite is the truth; the index can always be rebuilt:
+- Before its first batch the indexer `repair`s: it finishes or removes a rebuild a crash
+  cut short, compares what SQLite marks as indexed with the rows the index holds (missing
+  vectors are queued again, orphans and duplicates dropped), and moves a damaged index aside
+  (renamed, never deleted) so that every text is indexed again into a fresh one.
+- A re-index (`rebuild`, also after an embedding-model change) embeds everything into new
+  tables beside the live ones and swaps them in only when complete; recall keeps using the
+  old vectors, or keywords alone, meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seelen.errors import StoreError
+from seelen.store import Store, Summary, Turn
+
+KINDS = ("turns", "summaries")
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How one kind of texts in SQLite and its vectors differ."""
+
+    kind: str
+    texts: int  # texts of this kind that belong in the index
+    vectors: int  # rows the index holds
+    pending: int  # texts waiting to be indexed (normal; the indexer catches up)
+    missing: tuple[str, ...]  # marked as indexed, yet without a vector
+    orphans: tuple[str, ...]  # vectors whose text is gone
+    duplicates: tuple[str, ...]  # texts with more than one vector
+
+    @property
+    def ok(self) -> bool:
+        """True when every vector has one text and every indexed text one vector."""
+        return not (self.missing or self.orphans or self.duplicates)
+
+    def describe(self) -> str:
+        """One line: counts, and what is wrong if anything."""
+        line = f"{self.kind}: {self.vectors} vectors for {self.texts} texts"
+        problems = [
+            f"{len(self.missing)} indexed texts without a vector" if self.missing else "",
+            f"{self.pending} waiting to be indexed" if self.pending else "",
+            f"{len(self.orphans)} vectors without a text" if self.orphans else "",
+            f"{len(self.duplicates)} texts with several vectors" if self.duplicates else "",
+        ]
+        return "; ".join([line, *filter(None, problems)])
+
+
+def measure(store: Store, index: Any, kind: str) -> Drift:
+    """Compare SQLite's texts of `kind` with the index's rows; raises `StoreError` when the
+    index cannot be read (every data file is read, so damage shows)."""
+    flags = store.index_flags(kind)
+    rows = index.inventory(kind)
+    counts = Counter(rows)
+    return Drift(
+        kind,
+        texts=len(flags),
+        vectors=len(rows),
+        pending=sum(1 for marked in flags.values() if not marked),
+        missing=tuple(i for i, marked in flags.items() if marked and i not in counts),
+        orphans=tuple(i for i in counts if i not in flags),
+        duplicates=tuple(i for i, n in counts.items() if n > 1 and i in flags),
+    )
+
+
+class Indexer:
+    """Embeds new texts from SQLite into LanceDB, in a background thread or on demand."""
+
+    def __init__(self, store: Store, index: Any, embedder: Any, *, batch: int = 64) -> None:
+        self.store = store
+        self.index: Any = index
+        self.embedder = embedder
+        self.batch = batch
+        self._wake = threading.Event()
+        self._idle = threading.Event()  # set when the background thread has caught up
+        self._stop = threading.Event()
+        self._run_lock = threading.Lock()  # one indexing pass at a time, whoever asks
+        # A batch read before a text was deleted must not add its vector after `forget`
+        # ran: batches and forgetting take turns.
+        self._batch_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._repaired = False
+        self.error: str | None = None
+        self.repairs: list[str] = []  # what the last `repair` did, one line each
+        self._doing: tuple[str, int, int] | None = None  # (what, done, total) of a long pass
+
+    def status(self) -> str:
+        """A few words on a long pass under way ("re-indexing memory 120/2000"), else ''."""
+        doing = self._doing
+        return f"{doing[0]} {doing[1]}/{doing[2]}" if doing else ""
+
+    def _report(self, what: str, progress: Progress | None, done: int, total: int) -> None:
+        # Only passes longer than a batch are worth showing; small ones end at once.
+        self._doing = (what, done, total) if total > self.batch and done < total else None
+        if progress:
+            progress(done, total)
+
+    def needs_reindex(self) -> bool:
+        """True when the stored vectors were made by another model (or cannot be read)."""
+        return not self.index.compatible()
+
+    def pending(self) -> int:
+        """How many texts wait to be indexed."""
+        return self.store.count_unindexed()
+
+    # -- keeping in step ----------------------------------------------------------------
+
+    def index_all(self, progress: Progress | None = None) -> int:
+        """Repair (once), then index everything pending now, in this thread; returns how
+        many texts were embedded."""
+        with self._run_lock:
+            if not self._repaired:
+                self.repairs = self._repair(progress)
+                self._repaired = True
+            try:
+                return self._index_pending(progress)
+            except StoreError as exc:
+                if not self._damaged(exc):
+                    raise
+                return self._index_pending(progress)
+
+    def repair(self, progress: Progress | None = None) -> list[str]:
+        """Bring the index in step with SQLite now; returns what was done, one line each."""
+        with self._run_lock:
+            self.repairs = self._repair(progress)
+            self._repaired = True
+            return self.repairs
+
+    def _repair(self, progress: Progress | None) -> list[str]:
+        index = self.index
+        index.recover()
+        if not index.compatible():
+            n = self._rebuild(progress)
+            return [f"re-indexed {n} texts for the embedding model {index.model_id}"]
+        try:
+            drifts = [measure(self.store, index, kind) for kind in KINDS]
+        except StoreError as exc:
+            return [self._move_damaged(exc)]
+        done = []
+        for drift in drifts:
+            if drift.orphans or drift.duplicates:
+                index.delete(drift.kind, text_ids=[*drift.orphans, *drift.duplicates])
+            if drift.missing or drift.duplicates:
+                self.store.mark_indexed([*drift.missing, *drift.duplicates], False)
+            if not drift.ok:
+                done.append("repaired " + drift.describe())
+        return done
+
+    def _damaged(self, exc: StoreError) -> bool:
+        """After a failed write: if the index cannot even be read, move it aside (True);
+        otherwise the failure is something else (a full disk…) and is reported as it is."""
+        try:
+            for kind in KINDS:
+                self.index.inventory(kind)
+        except StoreError:
+            self.repairs.append(self._move_damaged(exc))
+            return True
+        return False
+
+    def _move_damaged(self, exc: StoreError) -> str:
+        where = self.index.move_aside()
+        self.store.mark_all_unindexed()
+        return f"the vector index was damaged ({exc}); moved it to {where} and re-indexing"
+
+    def _index_pending(self, progress: Progress | None) -> int:
+        total, done = self.pending(), 0
+        while not self._stop.is_set():
+            with self._batch_lock:
+                turns, summaries = self.store.unindexed(self.batch)
+                if not turns and not summaries:
+                    break
+                for kind, items in (("turns", turns), ("summaries", summaries)):
+                    if items:
+                        self._embed_into(self.index, kind, items)
+                        self.store.mark_indexed([i.text_id for i in items])
+            done += len(turns) + len(summaries)
+            self._report("indexing memory", progress, done, max(total, done))
+        self._doing = None
+        return done
+
+    def _embed_into(self, index: Any, kind: str, items: Sequence[Turn | Summary]) -> None:
+        from seelen.vectors import VectorRow
+
+        vectors = self.embedder.embed([i.text for i in items])
+        rows = [
+            VectorRow(i.text_id, i.session_id, _start(i), v)
+            for i, v in zip(items, vectors, strict=True)
+        ]
+        index.add(kind, rows)
+
+    # -- rebuilding ---------------------------------------------------------------------
+
+    def rebuild(self, progress: Progress | None = None) -> int:
+        """Re-embed every text into new tables and swap them in when complete (`memory
+        reindex`); returns how many texts. Until the swap, recall uses the old vectors."""
+        with self._run_lock:
+            n = self._rebuild(progress)
+            self._repaired = True
+            return n
+
+    def _rebuild(self, progress: Progress | None) -> int:
+        staged = self.index.staging()
+        total = sum(len(self.store.index_flags(kind)) for kind in KINDS)
+        done, embedded = 0, []
+        for kind in KINDS:
+            position = 0
+            while True:
+                if self._stop.is_set():
+                    self._doing = None
+                    return done  # the staged folder is removed by the next `recover`
+                position, items = self.store.indexable(kind, position, self.batch)
+                if not items:
+                    break
+                self._embed_into(staged, kind, items)
+                embedded += [i.text_id for i in items]
+                done += len(items)
+                self._report("re-indexing memory", progress, done, max(total, done))
+        staged.maintain()
+        self._doing = None
+        self.index.swap_in(staged)
+        # A crash here leaves texts marked 0 that have a vector: they are embedded again.
+        self.store.mark_indexed(embedded)
+        self._repair_drift()
+        return done
+
+    def _repair_drift(self) -> None:
+        """Texts forgotten while a rebuild ran left vectors behind: drop them."""
+        for kind in KINDS:
+            drift = measure(self.store, self.index, kind)
+            if drift.orphans:
+                self.index.delete(kind, text_ids=list(drift.orphans))
+
+    # -- the background thread ------------------------------------------------------------
+
+    def start(self, progress: Progress | None = None) -> None:
+        """Run in the background until `stop`; `wake` makes it look for new texts at once."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, args=(progress,), name="seelen-indexer", daemon=True
+            )
+            self._thread.start()
+
+    def wake(self) -> None:
+        """Tell the background thread a new text is waiting."""
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until the background thread has caught up (repair, re-index, new texts);
+        False if it has not within `timeout` seconds."""
+        return self._idle.wait(timeout)
+
+    def _run(self, progress: Progress | None) -> None:
+        while not self._stop.is_set():
+            try:
+                self.index_all(progress)
+                self.error = None
+            except Exception as exc:  # reported by /why and doctor; retried on next wake
+                self.error = f"{type(exc).__name__}: {exc}"
+            if not self._wake.is_set():
+                self._idle.set()
+            self._wake.wait(timeout=5.0)
+            self._wake.clear()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread (the current batch finishes first)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def forget(self, text_ids: Sequence[str]) -> None:
+        """Remove deleted texts' vectors. When the index cannot be written now (damaged),
+        the next pass's repair drops them, as vectors whose text is gone from SQLite."""
+        if not text_ids:
+            return
+        try:
+            with self._batch_lock:
+                for kind in KINDS:
+                    self.index.delete(kind, text_ids=list(text_ids))
+        except StoreError as exc:
+            self.error = f"{len(text_ids)} forgotten texts keep a vector until repaired: {exc}"
+            self._repaired = False  # the next pass measures again and drops them
+
+
+def _start(item: Turn | Summary) -> int:
+    return item.ts_ms if isinstance(item, Turn) else item.start_ms

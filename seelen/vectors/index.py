@@ -1,0 +1,399 @@
+"""`VectorIndex`: the LanceDB tables of one profile, their model record, and their upkeep.
+
+The design (two tables per kind, why, and the numbers) is in the package docstring.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seelen.errors import StoreError
+from seelen.vectors import folders
+from seelen.vectors import tables as tb
+from seelen.vectors.filters import id_predicates, session_filter, sql_string
+from seelen.vectors.meta import META_FILE, ModelRecord
+from seelen.vectors.recent import RecentRows
+from seelen.vectors.records import KINDS, VectorHit, VectorRow, check_kind
+
+RECENT = "_recent"  # suffix of the small write table of each kind
+INDEX_MIN_ROWS = 5_000  # below this a flat search of the main table stays under ~8 ms
+RECENT_ROWS = 5_000  # rows kept in memory as well (7.5 MB at 384 dims) before a move
+OPTIMIZE_EVERY = 50  # writes between compactions of the recent table
+MAX_SEGMENTS = 1  # index segments (1 + deltas) tolerated before a rebuild
+
+
+class VectorIndex:
+    """The vectors of turns and summaries, searched by cosine similarity.
+
+    Opens lazily and is safe to share between threads: writes are serialised, searches do
+    not wait for them. `search` promises, for both kinds and whatever the table size: hits
+    come best first, and a higher score means more similar. While the stored vectors belong
+    to another model (`compatible()` is False) every method but `reset` raises `StoreError`.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        model_id: str,
+        dim: int,
+        *,
+        index_min_rows: int = INDEX_MIN_ROWS,
+        recent_rows: int = RECENT_ROWS,
+        optimize_every: int = OPTIMIZE_EVERY,
+        max_segments: int = MAX_SEGMENTS,
+    ) -> None:
+        self.path = Path(path)
+        self.model_id = model_id
+        self.dim = dim
+        self.index_min_rows = index_min_rows
+        self.recent_rows = recent_rows
+        self.optimize_every = optimize_every
+        self.max_segments = max_segments
+        self._open_lock = threading.Lock()  # short: opening tables, the meta cache
+        self._write_lock = threading.RLock()  # long: writes and maintenance
+        self._forget_handles()
+
+    def _forget_handles(self) -> None:
+        """Drop every open table and cached fact, so the next call reads the folder again."""
+        self._db: Any = None
+        self._tables: dict[str, Any] = {}
+        self._absent: set[str] = set()  # names of tables known not to exist
+        self._recent: dict[str, RecentRows] = {}  # in-memory copies of the recent tables
+        self._writes: dict[str, int] = {}
+        self._record = ModelRecord(self.path / META_FILE)
+
+    # -- the embedding model's record -----------------------------------------------------
+
+    def compatible(self) -> bool:
+        """False when the stored vectors come from another model id or size (re-index), or
+        when the folder cannot be read as an index at all."""
+        with self._open_lock:
+            try:
+                return self._compatible_locked()
+            except (OSError, RuntimeError, ValueError, StoreError):
+                return False
+
+    def _compatible_locked(self) -> bool:
+        meta = self._read_meta()
+        if meta is None:  # no record: fine only when nothing is stored yet
+            return not any(self._exists(k + s) for k in KINDS for s in ("", RECENT))
+        return meta.get("model_id") == self.model_id and meta.get("dim") == self.dim
+
+    def stored_model(self) -> str | None:
+        """The model id recorded beside the vectors, or None when there is no readable one."""
+        with self._open_lock:
+            model = (self._read_meta() or {}).get("model_id")
+        return model if isinstance(model, str) else None
+
+    def reset(self) -> None:
+        """Drop every vector and record this index's model id (before a re-index)."""
+        with self._write_lock, self._open_lock, tb.lance_errors("reset"):
+            if folders.present(self.path) and not self.path.is_dir():
+                folders.move_aside(self.path, "damaged")  # e.g. a file where the folder belongs
+            db = self._connect()
+            for kind in KINDS:
+                db.drop_table(kind, ignore_missing=True)
+                db.drop_table(kind + RECENT, ignore_missing=True)
+            self._forget_handles()
+            self._write_meta({"model_id": self.model_id, "dim": self.dim, "trained_rows": {}})
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        return self._record.read()
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        self._record.write(meta)
+
+    def _trained_rows(self) -> dict[str, int]:
+        return self._record.trained_rows()
+
+    # -- tables -------------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        if self._db is None:
+            self._db = tb.connect(self.path)
+        return self._db
+
+    def _exists(self, name: str) -> bool:
+        return name in self._tables or name in self._connect().list_tables().tables
+
+    def _table(self, name: str, *, create: bool = False) -> Any:
+        """The open table `name`; None if it does not exist and `create` is False."""
+        with self._open_lock:
+            if name in self._tables:
+                return self._tables[name]
+            if name in self._absent and not create:
+                return None
+            if not self._compatible_locked():
+                raise StoreError(
+                    f"vector index {self.path} holds vectors of another embedding model "
+                    "or cannot be read; the indexer rebuilds it (or: seelen db repair)"
+                )
+            db = self._connect()
+            if name in db.list_tables().tables:
+                table = db.open_table(name)
+            elif create:
+                table = db.create_table(name, schema=tb.schema(self.dim))
+                if self._read_meta() is None:
+                    self._write_meta({"model_id": self.model_id, "dim": self.dim})
+            else:
+                # Only this object creates tables (one process owns a data dir), so
+                # remembering the absence spares each search a directory listing.
+                self._absent.add(name)
+                return None
+            self._absent.discard(name)
+            # Fragments left by earlier writes count as writes not yet compacted.
+            self._writes[name] = int(table.stats()["fragment_stats"]["num_fragments"])
+            if name.endswith(RECENT):  # loaded before any write through this object
+                self._recent[name] = RecentRows(self.dim, tb.all_rows(table))
+            self._tables[name] = table
+            return table
+
+    def _pair(self, kind: str) -> list[Any]:
+        """The existing tables of `kind`, the recent one first (see `search`)."""
+        return [t for t in (self._table(kind + RECENT), self._table(kind)) if t is not None]
+
+    def _recent_rows(self, kind: str) -> RecentRows | None:
+        """The in-memory copy of `kind`'s recent table, if that table exists."""
+        if self._table(kind + RECENT) is None:
+            return None
+        # Absent only when a swap or a move aside dropped the handles just now: no rows yet.
+        return self._recent.get(kind + RECENT)
+
+    # -- writes ------------------------------------------------------------------------
+
+    def add(self, kind: str, rows: Sequence[VectorRow]) -> None:
+        """Insert or replace rows by `text_id`; adding a text id again keeps one row.
+
+        Usually a few milliseconds; a call that moves the recent table into the main one
+        can take seconds (its rows are searchable before that starts): call it off the UI.
+        """
+        check_kind(kind)
+        if not rows:
+            return
+        data = tb.to_arrow(rows, self.dim)
+        with self._write_lock, tb.lance_errors(f"add {kind}"):
+            recent = self._table(kind + RECENT, create=True)
+            tb.upsert(recent, data)
+            self._recent[kind + RECENT].upsert(data)
+            main = self._table(kind)
+            if main is not None:  # a new version of a text already moved to the main table
+                tb.delete_where(main, id_predicates(data["text_id"].to_pylist()))
+            self._after_write(kind, recent)
+
+    def delete(
+        self, kind: str, *, text_ids: Sequence[str] = (), session_id: str | None = None
+    ) -> int:
+        """Delete rows with any of `text_ids` and every row of `session_id`; returns how many.
+
+        Given neither, nothing is deleted.
+        """
+        check_kind(kind)
+        if isinstance(text_ids, str):
+            raise TypeError("text_ids must be a sequence of ids, not one string")
+        predicates = id_predicates(list(dict.fromkeys(text_ids)))
+        if session_id is not None:
+            predicates.append(f"session_id = {sql_string(session_id)}")
+        if not predicates:
+            return 0
+        with self._write_lock, tb.lance_errors(f"delete {kind}"):
+            deleted = sum(tb.delete_where(table, predicates) for table in self._pair(kind))
+            if (rows := self._recent_rows(kind)) is not None:
+                rows.delete(set(text_ids), session_id)
+            return deleted
+
+    def _after_write(self, kind: str, recent: Any) -> None:
+        name = kind + RECENT
+        self._writes[name] += 1
+        if len(self._recent[name]) >= self.recent_rows:
+            self._move_recent(kind, recent)
+        elif self._writes[name] >= self.optimize_every:
+            # Without an index this merges all the one-write fragments into one.
+            recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+            self._writes[name] = 0
+
+    # -- maintenance -----------------------------------------------------------------------
+
+    def maintain(self) -> None:
+        """Compact every table and bring the indices up to date now (e.g. after a bulk
+        re-index); otherwise this happens by itself as rows are added."""
+        with self._write_lock, tb.lance_errors("optimize"):
+            for kind in KINDS:
+                if (recent := self._table(kind + RECENT)) is not None:
+                    recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+                    self._writes[kind + RECENT] = 0
+                if (main := self._table(kind)) is not None:
+                    self._maintain_main(kind, main)
+
+    def _move_recent(self, kind: str, recent: Any) -> None:
+        """Copy the recent table into the main one in a single write, then empty it."""
+        data = tb.all_rows(recent)
+        main = self._table(kind, create=True)
+        # Into main first: a search reads `recent` before `main`, so it never misses a row.
+        tb.upsert(main, data)
+        tb.delete_where(recent, id_predicates(data["text_id"].to_pylist()))
+        self._recent[kind + RECENT].clear()
+        recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+        self._writes[kind + RECENT] = 0
+        self._maintain_main(kind, main)
+
+    def _maintain_main(self, kind: str, table: Any, *, rebuild: bool = False) -> None:
+        """Compact, index the moved rows; (re)build the vector index when due."""
+        from lancedb.index import BTree
+
+        table.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+        rows = table.count_rows()
+        indices = {i.columns[0]: i for i in table.list_indices()}
+        # Scalar indices make upserts, deletes and the session filters cheap.
+        for column in ("text_id", "session_id"):
+            if column not in indices and rows:
+                table.create_index(column, config=BTree())
+        if rows >= self.index_min_rows and (
+            rebuild or self._vector_index_due(kind, rows, indices.get("vector"))
+        ):
+            self._build_vector_index(kind, table, rows)
+
+    def _vector_index_due(self, kind: str, rows: int, index: Any) -> bool:
+        if index is None:
+            return True
+        # Each move adds a delta segment, searched one by one; a rebuild merges them.
+        if index.num_segments > self.max_segments:
+            return True
+        # Retrain when the table has doubled, so the partitions keep fitting the data.
+        return rows >= 2 * self._trained_rows().get(kind, rows)
+
+    def _build_vector_index(self, kind: str, table: Any, rows: int) -> None:
+        from lancedb.index import IvfSq
+
+        table.create_index("vector", config=IvfSq(distance_type="cosine"), replace=True)
+        # With every fragment under one index again, compaction can merge them all.
+        table.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+        with self._open_lock:
+            meta = dict(self._read_meta() or {})
+            meta["trained_rows"] = {**self._trained_rows(), kind: rows}
+            self._write_meta(meta)
+        tb.warm(table)
+
+    def rebuild_indices(self) -> None:
+        """Compact every table and retrain the vector indices from scratch (`db optimize`)."""
+        with self._write_lock, tb.lance_errors("rebuild indices"):
+            self.maintain()
+            for kind in KINDS:
+                if (main := self._table(kind)) is not None:
+                    self._maintain_main(kind, main, rebuild=True)
+
+    def warm(self) -> None:
+        """Import LanceDB and load the indices now (e.g. in a background thread at start-up),
+        so the first search is as fast as the next ones."""
+        with tb.lance_errors("load indices"):
+            for kind in KINDS:
+                for table in self._pair(kind):
+                    tb.warm(table)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        kind: str,
+        vector: np.ndarray,
+        limit: int,
+        *,
+        exclude_session: str | None = None,
+        only_sessions: Sequence[str] | None = None,
+    ) -> list[VectorHit]:
+        """The `limit` rows most similar to `vector`, best first (higher score = more similar).
+
+        `exclude_session` leaves one session out; `only_sessions` keeps only those sessions
+        (an empty list finds nothing). Filters apply before ranking, so up to `limit` hits
+        come back whenever that many rows match.
+        """
+        check_kind(kind)
+        if isinstance(only_sessions, str):
+            raise TypeError("only_sessions must be a sequence of ids, not one string")
+        if limit <= 0 or (only_sessions is not None and not only_sessions):
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dim:
+            raise ValueError(f"query has {query.shape[0]} numbers, this index {self.dim}")
+        where = session_filter(exclude_session, only_sessions)
+        hits: list[VectorHit] = []
+        with tb.lance_errors(f"search {kind}"):
+            # Recent first: rows move from there to main, so this order never misses one.
+            if (recent := self._recent_rows(kind)) is not None:
+                hits += recent.search(query, limit, exclude_session, only_sessions)
+            if (main := self._table(kind)) is not None:
+                hits += tb.search_table(main, query, limit, where, exact=bool(only_sessions))
+        best: dict[str, VectorHit] = {}
+        for hit in sorted(hits, key=lambda h: h.score, reverse=True):
+            best.setdefault(hit.text_id, hit)  # a row caught mid-move shows up twice
+        return list(best.values())[:limit]
+
+    def inventory(self, kind: str) -> list[str]:
+        """The text id of every stored row of `kind`, repeats included; reading every data
+        file, it raises `StoreError` when the index is damaged."""
+        check_kind(kind)
+        ids: list[str] = []
+        with tb.lance_errors(f"list {kind}"):
+            for table in self._pair(kind):
+                ids += tb.all_rows(table, ["text_id"])["text_id"].to_pylist()
+        return ids
+
+    def text_ids(self, kind: str) -> set[str]:
+        """Every stored text id of `kind` (to repair drift between SQLite and LanceDB)."""
+        return set(self.inventory(kind))
+
+    def count(self, kind: str) -> int:
+        """How many vectors of `kind` are stored."""
+        check_kind(kind)
+        with tb.lance_errors(f"count {kind}"):
+            return sum(int(table.count_rows()) for table in self._pair(kind))
+
+    # -- moving whole indexes: damage, rebuilds --------------------------------------------
+
+    def move_aside(self) -> Path | None:
+        """Rename a damaged index folder (never delete it) and start again empty; returns
+        where it went. Only the newest `KEEP_DAMAGED` such folders are kept."""
+        with self._write_lock, self._open_lock:
+            self._forget_handles()
+            with tb.lance_errors("move the damaged index aside"):
+                return folders.move_aside(self.path, "damaged")
+
+    def staging(self) -> VectorIndex:
+        """An empty index beside this one, to fill and then `swap_in` (a left-over one from
+        an interrupted rebuild is removed first)."""
+        path = folders.staging_path(self.path)
+        with tb.lance_errors("prepare a new index"):
+            folders.remove(path)
+        staged = VectorIndex(
+            path,
+            self.model_id,
+            self.dim,
+            index_min_rows=self.index_min_rows,
+            recent_rows=self.recent_rows,
+            optimize_every=self.optimize_every,
+            max_segments=self.max_segments,
+        )
+        staged.reset()
+        return staged
+
+    def swap_in(self, staged: VectorIndex) -> None:
+        """Replace this index by the complete `staged` one. The old folder is deleted when
+        it held a model's vectors, and kept (moved aside) when it was unreadable."""
+        with self._write_lock, self._open_lock, tb.lance_errors("swap in the new index"):
+            readable = isinstance((self._read_meta() or {}).get("model_id"), str)
+            self._forget_handles()
+            folders.swap(self.path, staged.path, keep_old=not readable)
+
+    def recover(self) -> None:
+        """Finish a swap cut short by a crash, or remove a rebuild that never completed."""
+        with self._write_lock, self._open_lock, tb.lance_errors("recover the index"):
+            if folders.recover(self.path):
+                self._forget_handles()
+
+    def aside(self) -> list[Path]:
+        """Damaged index folders moved aside and kept, newest first."""
+        return folders.damaged(self.path)

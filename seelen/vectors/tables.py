@@ -1,0 +1,182 @@
+"""Operations on one LanceDB table: schema, upsert, delete, search, errors.
+
+Stateless helpers; `VectorIndex` decides which table each one runs on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from seelen.errors import StoreError
+from seelen.vectors.records import VectorHit, VectorRow
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+NPROBES = 20  # IVF partitions hold ~8k rows: all are probed up to ~160k rows
+REFINE_FACTOR = 3  # re-rank 3x `limit` candidates on the exact vectors (2x: recall 1.0)
+KEEP_VERSIONS = timedelta(hours=1)  # old table versions kept for searches still using them
+COLUMNS = ["text_id", "session_id", "ts_ms", "vector"]
+
+
+@contextmanager
+def lance_errors(action: str) -> Iterator[None]:
+    """Report LanceDB and file-system failures as one `StoreError` line."""
+    try:
+        yield
+    except (OSError, RuntimeError, ValueError) as exc:  # what lancedb and pyarrow raise
+        raise StoreError(f"vector index: cannot {action}: {exc}") from exc
+
+
+def connect(path: Path) -> Any:
+    """A LanceDB connection to the folder `path`, created 0700 if missing."""
+    # LanceDB's Rust log writes warnings (e.g. k-means on few rows) straight to the
+    # terminal, over the prompt; only errors are worth a user's attention.
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    defer_rest_client()
+    try:
+        import lancedb
+    except ImportError:
+        raise StoreError("the 'lancedb' package is missing: reinstall Seelen") from None
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return lancedb.connect(path)
+
+
+REST_CLIENT = "lance_namespace_urllib3_client"
+_rest_lock = threading.RLock()
+
+
+def defer_rest_client() -> None:
+    """Let `import lancedb` skip the generated REST client it loads but a local database
+    never calls (0.7-1.2 s of its 1.6-2.3 s import: `python -X importtime`).
+
+    LanceDB needs only the client's `models` subpackage, and Python imports a subpackage
+    after running its parent's `__init__`, which loads every REST API class. The parent is
+    registered here unexecuted (its `__path__` is all a subpackage import reads); the first
+    use of any other name of it runs the real `__init__`, so nothing ever breaks, at worst
+    it is slow again: tests/test_vectors.py fails loudly if that starts happening.
+    """
+    with _rest_lock:
+        if REST_CLIENT in sys.modules:
+            return
+        spec = importlib.util.find_spec(REST_CLIENT)
+        if spec is None or spec.loader is None or not spec.submodule_search_locations:
+            return  # not installed, or not a package any more: nothing to defer
+        module = importlib.util.module_from_spec(spec)
+
+        def load_on_first_use(name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            with _rest_lock:
+                if "__getattr__" in module.__dict__:
+                    del module.__dict__["__getattr__"]
+                    spec.loader.exec_module(module)
+            return getattr(module, name)
+
+        module.__dict__["__getattr__"] = load_on_first_use
+        sys.modules[REST_CLIENT] = module
+
+
+def schema(dim: int) -> pa.Schema:
+    """The columns of every table: ids, the session, a timestamp and a `dim`-number vector."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("text_id", pa.string(), nullable=False),
+            pa.field("session_id", pa.string(), nullable=False),
+            pa.field("ts_ms", pa.int64(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        ]
+    )
+
+
+def to_arrow(rows: Sequence[VectorRow], dim: int) -> pa.Table:
+    """`rows` as an Arrow table; checks sizes and refuses NaN or infinity."""
+    import pyarrow as pa
+
+    # The same text id twice in one batch: the last one wins, as a later add would.
+    latest = list({row.text_id: row for row in rows}.values())
+    matrix = np.stack([np.asarray(r.vector, dtype=np.float32).reshape(-1) for r in latest])
+    if matrix.shape[1] != dim:
+        raise ValueError(f"vectors have {matrix.shape[1]} numbers, this index {dim}")
+    if not np.isfinite(matrix).all():
+        raise ValueError("vectors contain NaN or infinity")
+    columns = {
+        "text_id": [r.text_id for r in latest],
+        "session_id": [r.session_id for r in latest],
+        "ts_ms": [int(r.ts_ms) for r in latest],
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dim),
+    }
+    return pa.table(columns, schema=schema(dim))
+
+
+def all_rows(table: Any, columns: Sequence[str] = COLUMNS) -> pa.Table:
+    """Every row of `table` (reads each data file: a damaged one raises)."""
+    return table.search().select(list(columns)).limit(None).to_arrow()
+
+
+def upsert(table: Any, data: pa.Table) -> None:
+    """Insert `data`, replacing rows with the same `text_id`."""
+    table.merge_insert("text_id").when_matched_update_all().when_not_matched_insert_all().execute(
+        data
+    )
+
+
+def delete_where(table: Any, predicates: Sequence[str]) -> int:
+    """Delete rows matching any predicate; returns how many. Skips predicates that match
+    nothing, because a delete commits a new table version even then."""
+    deleted = 0
+    for predicate in predicates:
+        if table.count_rows(predicate):
+            deleted += int(table.delete(predicate).num_deleted_rows)
+    return deleted
+
+
+def search_table(
+    table: Any, vector: np.ndarray, limit: int, where: str | None, *, exact: bool
+) -> list[VectorHit]:
+    """Nearest rows of one table by cosine distance, as hits with score = 1 - distance."""
+    query = (
+        table.search(vector, vector_column_name="vector")
+        .distance_type("cosine")
+        .select(["text_id", "session_id", "vector", "_distance"])
+        .limit(limit)
+    )
+    if exact:
+        # A few sessions' rows: scanning just those beats probing the ANN index.
+        query = query.bypass_vector_index()
+    else:
+        query = query.nprobes(NPROBES).refine_factor(REFINE_FACTOR)
+    if where:
+        query = query.where(where, prefilter=True)
+    result = query.to_arrow()
+    dim = result.schema.field("vector").type.list_size
+    flat = result["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    vectors = np.asarray(flat, dtype=np.float32).reshape(-1, dim)
+    return [
+        VectorHit(text_id, session_id, 1.0 - float(distance), vector)
+        for text_id, session_id, distance, vector in zip(
+            result["text_id"].to_pylist(),
+            result["session_id"].to_pylist(),
+            result["_distance"].to_pylist(),
+            vectors,
+            strict=True,
+        )
+    ]
+
+
+def warm(table: Any) -> None:
+    """Load `table`'s indices into memory now."""
+    for index in table.list_indices():
+        table.prewarm_index(index.name)
