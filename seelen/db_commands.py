@@ -118,9 +118,8 @@ def restore(
     data_dir: DataOpt = None,
 ) -> None:
     """Restore a backup; the current state is backed up first. Close any chat before."""
-    from seelen.maintenance import restore as run_restore
-
     from seelen.client import stop_owner
+    from seelen.maintenance import restore as run_restore
     from seelen.runtime import ProfileLock
 
     settings = _settings(profile, data_dir)
