@@ -168,7 +168,10 @@ class Repl:
                 self.console.print(f"[red]error:[/red] {shown(str(exc))}")
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
-        await self.stream(self.app.bot.turn(text))
+        try:
+            await self.stream(self.app.bot.turn(text))
+        except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
+            self.console.print(f"[red]error:[/red] {escape(str(exc))}")
         return True
 
     async def stream(self, events: AsyncIterator[Event]) -> None:

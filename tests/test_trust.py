@@ -300,10 +300,13 @@ async def test_profile_files_are_private_whatever_the_umask(
     import stat
 
     monkeypatch.setenv("DEBUG_MODE", "true")  # writes logs/prompts.jsonl
+    from seelen.store import Store
+
     profile = data_dir / "default"
     profile.mkdir(parents=True)
-    (profile / "chat_sessions.db").touch(mode=0o644)  # left open by an earlier version
-    os.chmod(profile / "chat_sessions.db", 0o644)
+    Store(profile / "chat_sessions.db").close()
+    os.chmod(profile / "chat_sessions.db", 0o644)  # left open by an earlier version
+    os.chmod(profile, 0o755)
     old = os.umask(0o022)
     try:
         env.responder = scripted({"summary": "Tea.", "profile": "Likes tea", "persona": "Me."})
@@ -479,4 +482,27 @@ async def test_forgetting_a_turn_removes_its_verbatim_quote_from_summaries(
     assert summary.text == "The user said: [forgotten]. They like the sea."
     await wait_indexed(app)  # the summary's vector is rebuilt from the scrubbed text
     assert app.store.search_summaries_text("seagull", 5) == []
+    await app.aclose()
+
+
+async def test_a_full_disk_mid_chat_is_one_line_and_the_chat_goes_on(env: ModelServer) -> None:
+    import io
+
+    from rich.console import Console
+
+    from seelen.repl import Repl
+
+    app = await open_app()
+    out = io.StringIO()
+    repl = Repl(app, Console(file=out, width=200))
+    db = app.store._db
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    assert await repl.handle("x" * 50_000)  # the chat stays open
+    assert "the disk is full" in out.getvalue() and "Traceback" not in out.getvalue()
+    db.execute("PRAGMA max_page_count = 1000000")  # space again: the next line is answered
+    assert await repl.handle("hello again")
+    assert [t.text for t in app.store.turns(app.sessions.current.session_id)] == [
+        "hello again",
+        "ok",
+    ]
     await app.aclose()
