@@ -171,7 +171,7 @@ class Repl:
         try:
             await self.stream(self.app.bot.turn(text))
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
-            self.console.print(f"[red]error:[/red] {escape(str(exc))}")
+            self.console.print(f"[red]error:[/red] {shown(str(exc))}")
         return True
 
     async def stream(self, events: AsyncIterator[Event]) -> None:

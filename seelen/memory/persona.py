@@ -50,6 +50,9 @@ class PersonaFiles:
         self.dir = Path(directory)
         self.history = self.dir / "history"
         self._defaults = defaults
+        # The texts as last read or written by this object: the prompt of every turn uses
+        # them, and only the profile's one writer changes the files (see runtime.py).
+        self._loaded: dict[str, str] = {}
 
     def ensure(self) -> None:
         """Copy the shipped defaults for whichever file does not exist yet."""
@@ -61,6 +64,8 @@ class PersonaFiles:
                 if name == PERSONA and not text.strip():
                     text = FALLBACK_PERSONA
                 atomic_write(path, text)
+        for name in (PERSONA, PROFILE):
+            self._loaded[name] = self.read(name)
 
     def path(self, name: str) -> Path:
         """Where one of the two files lives."""
@@ -76,11 +81,13 @@ class PersonaFiles:
 
     @property
     def persona(self) -> str:
-        return self.read(PERSONA)
+        """The persona as loaded by `ensure` or last written (no I/O)."""
+        return self._loaded.get(PERSONA, "")
 
     @property
     def profile(self) -> str:
-        return self.read(PROFILE)
+        """The user profile as loaded by `ensure` or last written (no I/O)."""
+        return self._loaded.get(PROFILE, "")
 
     def write(self, name: str, text: str) -> Change:
         """Replace a file atomically, keeping the previous version in history/."""
@@ -91,7 +98,9 @@ class PersonaFiles:
         if before:
             stem = name.removesuffix(".txt")
             atomic_write(self.history / f"{stem}.{now_ms()}.txt", before)
-        atomic_write(self.dir / name, text if text.endswith("\n") else text + "\n")
+        text = text if text.endswith("\n") else text + "\n"
+        atomic_write(self.dir / name, text)
+        self._loaded[name] = text
         return change
 
     def versions(self, name: str) -> list[Path]:
