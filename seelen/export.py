@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from seelen.app import App
+from seelen.memory.persona import PERSONA, PROFILE
 
 
 def export_data(app: App) -> dict[str, Any]:
@@ -34,7 +35,8 @@ def export_data(app: App) -> dict[str, Any]:
                 ],
             }
         )
-    return {"persona": app.files.persona, "profile": app.files.profile, "sessions": sessions}
+    files = app.files  # read from disk: an export shows the files as they are now
+    return {"persona": files.read(PERSONA), "profile": files.read(PROFILE), "sessions": sessions}
 
 
 def export_markdown(data: dict[str, Any]) -> str:

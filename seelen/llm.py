@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seelen.errors import ModelError
+from seelen.redact import redact
 
 
 @dataclass(frozen=True)
@@ -141,9 +142,15 @@ class OpenAIChatModel:
                     for tc in delta.tool_calls or ():
                         _merge_tool_delta(calls, tc)
         except Exception as exc:
-            raise ModelError(_describe(exc, self.base_url)) from exc
+            if parts or calls:  # it was answering: the answer is cut, not unreachable
+                raise ModelError(f"{_where(self.base_url)} broke off mid-answer") from exc
+            raise ModelError(_describe(exc, self.base_url, self._api_key)) from exc
         finally:
             await response.close()
+        if finish is None:
+            # Every complete answer ends with a finish_reason; without one the stream was cut
+            # (or the body was no stream at all), so nothing here may pass for a whole reply.
+            raise ModelError(_unfinished(self.base_url, bool(parts or calls)))
         tool_calls = [
             ModelToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
             for i, c in sorted(calls.items())
@@ -163,7 +170,10 @@ class OpenAIChatModel:
         if max_tokens:
             kwargs["max_tokens"] = min(max_tokens, kwargs.get("max_tokens") or max_tokens)
         response = await self._create(kwargs)
-        return (response.choices[0].message.content or "").strip()
+        choices = getattr(response, "choices", None)
+        if not choices:  # a 200 whose body was not a chat completion (a proxy's error page)
+            raise ModelError(_unfinished(self.base_url, False))
+        return (choices[0].message.content or "").strip()
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.max_tokens:
@@ -183,7 +193,8 @@ class OpenAIChatModel:
         try:
             return await self._get_client().chat.completions.create(**kwargs)
         except openai.APIError as exc:
-            raise ModelError(_describe(exc, self.base_url) + self._tries(exc)) from exc
+            message = _describe(exc, self.base_url, self._api_key)
+            raise ModelError(message + self._tries(exc)) from exc
 
     def _tries(self, exc: Exception) -> str:
         """How often the client tried, for failures it retries (see `_RETRIED_STATUS`)."""
@@ -228,8 +239,23 @@ def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: Any) -> None:
             slot["arguments"] += tc.function.arguments
 
 
-def _describe(exc: Exception, base_url: str) -> str:
-    """One line for the user; never includes the API key."""
+def _where(base_url: str) -> str:
+    return f"the model at {base_url or 'the OpenAI API'}"
+
+
+def _unfinished(base_url: str, started: bool) -> str:
+    """One line for an answer that never said it was complete."""
+    if started:
+        return f"{_where(base_url)} stopped before finishing its answer"
+    return f"{_where(base_url)} answered with no completion (is it OpenAI-compatible?)"
+
+
+def _describe(exc: Exception, base_url: str, api_key: str = "") -> str:
+    """One line for the user; never includes the API key, even when the endpoint echoes it."""
+    return redact(_explain(exc, base_url), api_key)
+
+
+def _explain(exc: Exception, base_url: str) -> str:
     import openai
 
     where = base_url or "the OpenAI API"

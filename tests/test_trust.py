@@ -97,7 +97,8 @@ async def test_a_looping_fold_keeps_the_previous_rolling_summary(
     app.sessions.open()  # the session as stored, summary included
     env.responder = scripted({"fold": LOOP})
     await say(app, "one")
-    events = [e async for e in app.bot.turn("two")]
+    await say(app, "two")  # MAX_CONV_NUM counts exchanges: the third one folds
+    events = [e async for e in app.bot.turn("three")]
     assert any(isinstance(e, Notice) and "refused" in e.message for e in events)
     assert app.sessions.current.rolling_summary == "Ada likes tea."
     assert app.sessions.current.folded_count == 0
