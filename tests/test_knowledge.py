@@ -341,12 +341,15 @@ def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path)
 async def test_ask_names_the_notes_it_used_on_stderr(
     env: ModelServer, notes: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
+    from seelen.answer import AnswerPrinter
     from seelen.oneshot import answer_once
 
     monkeypatch.setenv("KNOWLEDGE_DIRS", str(notes))
     app = build_app(load_settings())
+    app.sessions.peek()
     env.enqueue("He keeps bees? No, that is Ilse.")
-    assert await answer_once(app, "Who is Piotr Halvorsen?", as_json=False, ephemeral=True) == 0
+    printer = AnswerPrinter(as_json=False, ephemeral=True)
+    assert await answer_once(app, "Who is Piotr Halvorsen?", printer, ephemeral=True) == 0
     captured = capsys.readouterr()
     assert "used: " + os.path.join("novel", "characters", "piotr-halvorsen.md") in captured.err
     assert "used:" not in captured.out
