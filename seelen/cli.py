@@ -182,9 +182,13 @@ def _memory_command(
 
 @memory_app.command("search")
 def memory_search(
-    query: Annotated[str, typer.Argument(help="what to look for")],
-    limit: Annotated[int, typer.Option(help="how many turns")] = 10,
+    query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
+    limit: Annotated[int | None, typer.Option(help="how many turns")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    batch: Annotated[
+        bool, typer.Option("--batch", help="with --json: one query per stdin line")
+    ] = False,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
@@ -193,10 +197,23 @@ def memory_search(
 
     if mode not in ("hybrid", "bm25", "vector"):
         raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
+    if batch and not as_json:
+        raise typer.BadParameter("--batch needs --json", param_hint="--batch")
+    if (query is None) != batch:
+        raise typer.BadParameter("give a QUERY, or --batch --json with queries on stdin")
+    if as_json:
+        from seelen.datacli import search_json
+
+        _memory_command(
+            profile,
+            data_dir,
+            lambda a, c: search_json(a, query, limit=limit, mode=mode, batch=batch),
+        )
+        return
 
     def body(application: Any, console: Any) -> None:
         index_now(application)
-        result = application.recall.search(query, None, mode, conv_num=limit)
+        result = application.recall.search(query or "", None, mode, conv_num=limit or 10)
         render_hits(console, application, result)
 
     _memory_command(profile, data_dir, body)
@@ -343,9 +360,26 @@ def export(
         if text is not None:
             sys.stdout.write(text + "\n")
         else:
-            console.print(f"Exported to {output}.", stderr=True)
+            stderr_console().print(f"Exported to {output}.")
 
     _memory_command(profile, data_dir, body)
+
+
+@app.command("import")
+def import_(
+    source: Annotated[str, typer.Argument(help="a file from `seelen export`, or - for stdin")],
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Add a `seelen export --format json` file to memory (no model is called)."""
+    from seelen.datacli import describe, import_into, read_source
+
+    text = read_source(source)
+    _memory_command(
+        profile,
+        data_dir,
+        lambda a, c: stderr_console().print(describe(import_into(a, text, stderr_console()))),
+    )
 
 
 @app.command()

@@ -313,6 +313,66 @@ class Store:
         """How many turns are stored in all sessions."""
         return self._query("SELECT count(*) FROM conversation")[0][0]
 
+    def import_records(
+        self, sessions: Sequence[Session], turns: Sequence[Turn], summaries: Sequence[Summary]
+    ) -> tuple[int, int, int]:
+        """Insert sessions, turns and summaries with their own ids and times, in one
+        transaction; rows whose id is already stored are left as they are (so importing twice
+        adds nothing). Returns how many sessions, turns and summaries were new."""
+        counts = [0, 0, 0]
+        with self._tx() as db:
+            for s in sessions:
+                counts[0] += db.execute(
+                    "INSERT OR IGNORE INTO session (session_id, start_timestamp, end_timestamp, "
+                    "status, rolling_summary, folded_count) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        s.session_id,
+                        s.start_ms,
+                        s.end_ms,
+                        s.status,
+                        s.rolling_summary,
+                        s.folded_count,
+                    ),
+                ).rowcount
+            for t in turns:
+                spoken = t.role in SPOKEN_ROLES and not t.meta.get("tool_calls")
+                counts[1] += db.execute(
+                    "INSERT OR IGNORE INTO conversation (text_id, session_id, timestamp, role, "
+                    "text, meta, indexed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        t.text_id,
+                        t.session_id,
+                        t.ts_ms,
+                        t.role,
+                        t.text,
+                        json.dumps(t.meta),
+                        0 if spoken else 1,
+                    ),
+                ).rowcount
+            for m in summaries:
+                # One final summary per session, as `add_summary` keeps it: a stored one wins.
+                counts[2] += db.execute(
+                    "INSERT INTO summary (text_id, session_id, summary, start_timestamp, "
+                    "end_timestamp) SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
+                    "summary WHERE text_id = ? OR session_id = ?)",
+                    (
+                        m.text_id,
+                        m.session_id,
+                        m.text,
+                        m.start_ms,
+                        m.end_ms,
+                        m.text_id,
+                        m.session_id,
+                    ),
+                ).rowcount
+            for sid in {s.session_id for s in sessions}:
+                db.execute(
+                    "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
+                    "WHERE session_id = ?1) WHERE session_id = ?1",
+                    (sid,),
+                )
+        return counts[0], counts[1], counts[2]
+
     # --- summaries -----------------------------------------------------------------------
 
     def add_summary(self, session_id: str, text: str, start_ms: int, end_ms: int) -> Summary:
