@@ -166,7 +166,9 @@ class Store:
 
     def list_sessions(self, limit: int = 50) -> list[Session]:
         """The newest sessions first."""
-        rows = self._query("SELECT * FROM session ORDER BY start_timestamp DESC LIMIT ?", (limit,))
+        rows = self._query(
+            "SELECT * FROM session ORDER BY start_timestamp DESC, rowid DESC LIMIT ?", (limit,)
+        )
         return [_session(r) for r in rows]
 
     def set_rolling_summary(self, session_id: str, summary: str, folded_count: int) -> None:
