@@ -8,7 +8,8 @@ built by importing an export-format JSON (the same code as `seelen import`); the
 asked through the same ranking as `seelen memory search --json` (with --cli, through the real
 commands: `seelen import FILE` and `seelen memory search --batch --json`). For each question:
 R@k is the share of its labelled turns among the first k turns, MRR the reciprocal rank of the
-first one. Reported per language and per mode (bm25, vector, hybrid).
+first one. Reported per language and per mode (bm25, vector, hybrid, at --limit turns), and
+"chat": only the turns chat would put in its prompt (its own turn count and token budget).
 
 The data stays outside the repository (../shared/data/memorybank, or --data); only the labels
 are committed. Turn ids are stable, `mb-<lang>-<person>-<date>-<exchange>-<u|a>`, so labels
@@ -35,6 +36,8 @@ from seelen.api import Memory
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "memorybank_labels.json"
 MODES = ("bm25", "vector", "hybrid")
+# "chat": what chat would put in the prompt (default turn count and budget, `in_prompt`).
+ROWS = (*MODES, "chat")
 FILES = {"en": "memory_bank_en.json", "cn": "memory_bank_cn.json"}
 
 
@@ -108,6 +111,8 @@ def run_api(root: Path, name: str, export: str, questions: list[str], limit: int
         for mode in MODES:
             found = [memory.recall(q, limit, mode)["turns"] for q in questions]
             out[mode] = [[t["text_id"] for t in turns] for turns in found]
+        chat = [memory.recall(q)["turns"] for q in questions]
+        out["chat"] = [[t["text_id"] for t in turns if t["in_prompt"]] for turns in chat]
         return out
 
 
@@ -133,7 +138,7 @@ def run_cli(root: Path, name: str, export: str, questions: list[str], limit: int
 def bench_language(data: Path, lang: str, labels: dict, use_cli: bool, limit: int) -> dict:
     """Scores of every labelled question of one language, per mode."""
     people = json.loads((data / FILES[lang]).read_text("utf-8"))
-    by_mode: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    by_mode: dict[str, list[dict[str, float]]] = {m: [] for m in ROWS}
     skipped = 0
     with tempfile.TemporaryDirectory() as tmp:
         for p, (name, person) in enumerate(people.items()):
@@ -145,7 +150,7 @@ def bench_language(data: Path, lang: str, labels: dict, use_cli: bool, limit: in
             questions = [x["question"] for x in items]
             run = run_cli if use_cli else run_api
             ranked = run(Path(tmp), slug(lang, p), export, questions, limit)
-            for mode in MODES:
+            for mode in ranked:
                 for x, ids in zip(items, ranked[mode], strict=True):
                     gold = {text_id(lang, p, d, i, r) for d, i, r in x["turns"]}
                     by_mode[mode].append(score(ids, gold))
@@ -165,8 +170,10 @@ def main() -> None:
     print(f"{'lang':<5}{'mode':<8}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")
     for lang in args.lang.split(","):
         result = bench_language(data, lang, labels, args.cli, args.limit)
-        for mode in MODES:
+        for mode in ROWS:
             rows = result["scores"][mode]
+            if not rows:
+                continue
             means = {k: sum(r[k] for r in rows) / max(len(rows), 1) for k in ("R@5", "R@10", "MRR")}
             print(
                 f"{lang:<5}{mode:<8}{len(rows):>5}{means['R@5']:>8.3f}"
