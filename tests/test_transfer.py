@@ -162,3 +162,14 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(tmp_path: Path, case: s
     assert message.startswith("import: ") and "\n" not in message
     assert store2.list_sessions(limit=-1) == [] and store2.count_turns() == 0
     assert files2.profile == before
+
+
+def test_an_unreadable_import_source_is_one_clear_error(tmp_path: Path) -> None:
+    from seelen.datacli import read_source
+
+    with pytest.raises(SeelenError, match=r"^import: cannot read .*missing\.json"):
+        read_source(str(tmp_path / "missing.json"))
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"sessions": [], "x": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(SeelenError, match="is not UTF-8 text"):
+        read_source(str(latin1))
