@@ -321,59 +321,19 @@ class Store:
         """Insert sessions, turns and summaries with their own ids and times, in one
         transaction; rows whose id is already stored are left as they are (so importing twice
         adds nothing). Returns how many sessions, turns and summaries were new."""
-        counts = [0, 0, 0]
         with self._tx() as db:
-            for s in sessions:
-                counts[0] += db.execute(
-                    "INSERT OR IGNORE INTO session (session_id, start_timestamp, end_timestamp, "
-                    "status, rolling_summary, folded_count) VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        s.session_id,
-                        s.start_ms,
-                        s.end_ms,
-                        s.status,
-                        s.rolling_summary,
-                        s.folded_count,
-                    ),
-                ).rowcount
-            for t in turns:
-                spoken = t.role in SPOKEN_ROLES and not t.meta.get("tool_calls")
-                counts[1] += db.execute(
-                    "INSERT OR IGNORE INTO conversation (text_id, session_id, timestamp, role, "
-                    "text, meta, indexed) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        t.text_id,
-                        t.session_id,
-                        t.ts_ms,
-                        t.role,
-                        t.text,
-                        json.dumps(t.meta),
-                        0 if spoken else 1,
-                    ),
-                ).rowcount
-            for m in summaries:
-                # One final summary per session, as `add_summary` keeps it: a stored one wins.
-                counts[2] += db.execute(
-                    "INSERT INTO summary (text_id, session_id, summary, start_timestamp, "
-                    "end_timestamp) SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
-                    "summary WHERE text_id = ? OR session_id = ?)",
-                    (
-                        m.text_id,
-                        m.session_id,
-                        m.text,
-                        m.start_ms,
-                        m.end_ms,
-                        m.text_id,
-                        m.session_id,
-                    ),
-                ).rowcount
+            new = (
+                sum(_insert_session(db, s) for s in sessions),
+                sum(_insert_turn(db, t) for t in turns),
+                sum(_insert_summary(db, m) for m in summaries),
+            )
             for sid in {s.session_id for s in sessions}:
                 db.execute(
                     "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
                     "WHERE session_id = ?1) WHERE session_id = ?1",
                     (sid,),
                 )
-        return counts[0], counts[1], counts[2]
+        return new
 
     # --- summaries -----------------------------------------------------------------------
 
@@ -566,3 +526,32 @@ def _summary(r: sqlite3.Row) -> Summary:
     return Summary(
         r["text_id"], r["session_id"], r["summary"], r["start_timestamp"], r["end_timestamp"]
     )
+
+
+def _insert_session(db: sqlite3.Connection, s: Session) -> int:
+    row = (s.session_id, s.start_ms, s.end_ms, s.status, s.rolling_summary, s.folded_count)
+    return db.execute(
+        "INSERT OR IGNORE INTO session (session_id, start_timestamp, end_timestamp, status, "
+        "rolling_summary, folded_count) VALUES (?, ?, ?, ?, ?, ?)",
+        row,
+    ).rowcount
+
+
+def _insert_turn(db: sqlite3.Connection, t: Turn) -> int:
+    spoken = t.role in SPOKEN_ROLES and not t.meta.get("tool_calls")
+    row = (t.text_id, t.session_id, t.ts_ms, t.role, t.text, json.dumps(t.meta), int(not spoken))
+    return db.execute(
+        "INSERT OR IGNORE INTO conversation (text_id, session_id, timestamp, role, text, meta, "
+        "indexed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        row,
+    ).rowcount
+
+
+def _insert_summary(db: sqlite3.Connection, m: Summary) -> int:
+    # One final summary per session, as `add_summary` keeps it: a stored one wins.
+    return db.execute(
+        "INSERT INTO summary (text_id, session_id, summary, start_timestamp, end_timestamp) "
+        "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM summary WHERE text_id = ? "
+        "OR session_id = ?)",
+        (m.text_id, m.session_id, m.text, m.start_ms, m.end_ms, m.text_id, m.session_id),
+    ).rowcount
