@@ -64,36 +64,56 @@ def _memory_command(
 
 @memory_app.command("search")
 def memory_search(
-    query: Annotated[str, typer.Argument(help="what to look for")],
-    limit: Annotated[int, typer.Option(help="how many turns")] = 10,
+    query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
+    limit: Annotated[int | None, typer.Option(help="how many turns")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    batch: Annotated[
+        bool, typer.Option("--batch", help="with --json: one query per stdin line")
+    ] = False,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """Ranked past summaries and turns for QUERY, with score, date and session."""
-    from seelen.render import render_hits
-    from seelen.runtime import index_now
+    """Ranked past summaries and turns for QUERY, with score, date and session.
 
+    --json prints the ranking chat uses (with `in_prompt`); --batch reads one query per
+    line from stdin and prints one JSON object per line, loading everything once.
+    """
     if mode not in ("hybrid", "bm25", "vector"):
         raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
+    if batch and not as_json:
+        raise typer.BadParameter("--batch needs --json", param_hint="--batch")
+    if (query is None) != batch:
+        raise typer.BadParameter("give a QUERY, or --batch --json with queries on stdin")
 
     def body(application: Any, console: Any) -> None:
-        from seelen.runtime import ProfileBusy, ProfileLock
+        _index_if_free(application)
+        if as_json:
+            from seelen.datacli import search_json
 
-        lock = ProfileLock(application.settings.profile_dir, "memory search")
-        try:  # index the newest turns first, unless a writer (which indexes them) is busy
-            lock.acquire(wait=False)
-        except ProfileBusy:
-            pass
-        else:
-            try:
-                index_now(application)
-            finally:
-                lock.release()
-        result = application.recall.search(query, None, mode, conv_num=limit)
+            search_json(application, query, limit=limit, mode=mode, batch=batch)
+            return
+        from seelen.render import render_hits
+
+        result = application.recall.search(query or "", None, mode, conv_num=limit or 10)
         render_hits(console, application, result)
 
     _memory_command(profile, data_dir, body)
+
+
+def _index_if_free(application: Any) -> None:
+    """Index the newest turns before searching, unless a writer (which indexes them) is busy."""
+    from seelen.runtime import ProfileBusy, ProfileLock, index_now
+
+    lock = ProfileLock(application.settings.profile_dir, "memory search")
+    try:
+        lock.acquire(wait=False)
+    except ProfileBusy:
+        return
+    try:
+        index_now(application)
+    finally:
+        lock.release()
 
 
 @memory_app.command("forget")
@@ -268,6 +288,25 @@ def edit_file(app: Any, name: str, console: Any) -> bool:
     return change.changed
 
 
+def import_(
+    source: Annotated[str, typer.Argument(help="a file from `seelen export`, or - for stdin")],
+    profile: ProfileOpt = None,
+    data_dir: DataOpt = None,
+) -> None:
+    """Add a `seelen export --format json` file to memory (no model is called)."""
+    from seelen.datacli import describe, import_into, read_source
+
+    text = read_source(source)
+    _memory_command(
+        profile,
+        data_dir,
+        lambda a, c: stderr_console().print(
+            describe(import_into(a, text, stderr_console())), markup=False
+        ),
+        write="import",
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Add these commands to the `seelen` command."""
     app.add_typer(memory_app, name="memory")
@@ -275,3 +314,4 @@ def register(app: typer.Typer) -> None:
     app.add_typer(persona_app, name="persona")
     app.add_typer(profile_app, name="profile")
     app.command("export")(export)
+    app.command("import")(import_)

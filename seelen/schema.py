@@ -126,17 +126,22 @@ def m004_fts_by_session() -> str:
         """
 
 
+# A session's fold boundary from its fold count: the seq of its `folded_count`-th turn.
+FOLD_SEQ_FROM_COUNT = """
+    UPDATE session SET folded_upto_seq = COALESCE((
+        SELECT c.seq FROM conversation c WHERE c.session_id = session.session_id
+        AND (SELECT count(*) FROM conversation o
+             WHERE o.session_id = c.session_id AND o.seq <= c.seq) = session.folded_count
+        ), 0)
+    WHERE folded_count > 0 AND folded_upto_seq = 0"""
+
+
 def m005_fold_by_seq() -> str:
     # The rolling summary covers the turns up to a `seq`, not a count: forgetting a folded
     # turn must not shift the live window. Existing counts become the seq they reach.
-    return """
+    return f"""
         ALTER TABLE session ADD COLUMN folded_upto_seq INTEGER NOT NULL DEFAULT 0;
-        UPDATE session SET folded_upto_seq = COALESCE((
-            SELECT c.seq FROM conversation c WHERE c.session_id = session.session_id
-            AND (SELECT count(*) FROM conversation o
-                 WHERE o.session_id = c.session_id AND o.seq <= c.seq) = session.folded_count
-            ), 0)
-        WHERE folded_count > 0;
+        {FOLD_SEQ_FROM_COUNT};
         """
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from seelen.errors import StoreError
-from seelen.schema import MIGRATIONS, fts_query, phrase
+from seelen.schema import FOLD_SEQ_FROM_COUNT, MIGRATIONS, fts_query, phrase
 from seelen.sqlite_faults import explain, refuse_empty_file
 
 ACTIVE, ARCHIVED = "active", "archived"
@@ -207,7 +207,9 @@ class Store:
 
     def list_sessions(self, limit: int = 50) -> list[Session]:
         """The newest sessions first."""
-        rows = self._query("SELECT * FROM session ORDER BY start_timestamp DESC LIMIT ?", (limit,))
+        rows = self._query(
+            "SELECT * FROM session ORDER BY start_timestamp DESC, rowid DESC LIMIT ?", (limit,)
+        )
         return [_session(r) for r in rows]
 
     def set_rolling_summary(
@@ -361,6 +363,27 @@ class Store:
     def count_turns(self) -> int:
         """How many turns are stored in all sessions."""
         return self._query("SELECT count(*) FROM conversation")[0][0]
+
+    def import_records(
+        self, sessions: Sequence[Session], turns: Sequence[Turn], summaries: Sequence[Summary]
+    ) -> tuple[int, int, int]:
+        """Insert sessions, turns and summaries with their own ids and times, in one
+        transaction; rows whose id is already stored are left as they are (so importing twice
+        adds nothing). Returns how many sessions, turns and summaries were new."""
+        with self._tx() as db:
+            new = (
+                sum(_insert_session(db, s) for s in sessions),
+                sum(_insert_turn(db, t) for t in turns),
+                sum(_insert_summary(db, m) for m in summaries),
+            )
+            for sid in {s.session_id for s in sessions}:
+                db.execute(
+                    "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
+                    "WHERE session_id = ?1) WHERE session_id = ?1",
+                    (sid,),
+                )
+            db.execute(FOLD_SEQ_FROM_COUNT)  # an export carries the count; the seq is ours
+        return new
 
     # --- summaries -----------------------------------------------------------------------
 
@@ -606,3 +629,32 @@ def _summary(r: sqlite3.Row) -> Summary:
     return Summary(
         r["text_id"], r["session_id"], r["summary"], r["start_timestamp"], r["end_timestamp"]
     )
+
+
+def _insert_session(db: sqlite3.Connection, s: Session) -> int:
+    row = (s.session_id, s.start_ms, s.end_ms, s.status, s.rolling_summary, s.folded_count)
+    return db.execute(
+        "INSERT OR IGNORE INTO session (session_id, start_timestamp, end_timestamp, status, "
+        "rolling_summary, folded_count) VALUES (?, ?, ?, ?, ?, ?)",
+        row,
+    ).rowcount
+
+
+def _insert_turn(db: sqlite3.Connection, t: Turn) -> int:
+    spoken = t.role in SPOKEN_ROLES and not t.meta.get("tool_calls")
+    row = (t.text_id, t.session_id, t.ts_ms, t.role, t.text, json.dumps(t.meta), int(not spoken))
+    return db.execute(
+        "INSERT OR IGNORE INTO conversation (text_id, session_id, timestamp, role, text, meta, "
+        "indexed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        row,
+    ).rowcount
+
+
+def _insert_summary(db: sqlite3.Connection, m: Summary) -> int:
+    # One final summary per session, as `add_summary` keeps it: a stored one wins.
+    return db.execute(
+        "INSERT INTO summary (text_id, session_id, summary, start_timestamp, end_timestamp) "
+        "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM summary WHERE text_id = ? "
+        "OR session_id = ?)",
+        (m.text_id, m.session_id, m.text, m.start_ms, m.end_ms, m.text_id, m.session_id),
+    ).rowcount

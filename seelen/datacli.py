@@ -1,0 +1,93 @@
+"""The outside interface on the command line: `seelen import` and `memory search --json`.
+
+Both run against the memory alone (no model is started). Import writes in one transaction,
+then embeds what it added with a progress bar on stderr; search prints JSON on stdout, one
+object per query, with the profile, index and embedding model loaded once for a whole batch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from seelen.errors import SeelenError
+from seelen.memory.explain import Ranking
+from seelen.memory.transfer import ImportReport, import_export
+
+
+def read_source(source: str, stdin: IO[str] | None = None) -> str:
+    """The text of FILE, or of standard input for `-`, as strict UTF-8."""
+    if source == "-":
+        return (stdin or sys.stdin).read()
+    try:
+        return Path(source).read_text("utf-8")
+    except UnicodeDecodeError:
+        raise SeelenError(f"import: {source} is not UTF-8 text") from None
+    except OSError as exc:
+        raise SeelenError(f"import: cannot read {source} ({exc.strerror or exc})") from None
+
+
+def import_into(app: Any, text: str, console: Any) -> ImportReport:
+    """Import an export into the app's profile, then index the new texts with a progress bar."""
+    report = import_export(app.store, app.files, app.clock, text)
+    if app.index is not None and app.index.pending():
+        index_with_progress(app.index, console)
+    return report
+
+
+def index_with_progress(index: Any, console: Any) -> int:
+    """Embed every pending text now, showing a progress bar on `console`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task("indexing", total=index.pending())
+        return index.index_all(lambda done, total: bar.update(task, completed=done, total=total))
+
+
+def describe(report: ImportReport) -> str:
+    """One line saying what an import added."""
+    line = (
+        f"Imported {report.sessions} sessions, {report.turns} turns and "
+        f"{report.summaries} summaries"
+    )
+    if report.files:
+        line += f"; replaced {', '.join(report.files)} (old versions in history/)"
+    if report.demoted:
+        line += f"; {report.demoted} active sessions kept as archived (this profile has its own)"
+    return line + "."
+
+
+def ranking_for(app: Any) -> Ranking:
+    """A Ranking over the app's recall, with the prompt budget chat uses."""
+    if app.recall is None:
+        raise SeelenError("memory search: recall is not available")
+    return Ranking(app.recall, app.clock, app.settings.context_tokens)
+
+
+def search_json(
+    app: Any,
+    query: str | None,
+    *,
+    limit: int | None,
+    mode: str,
+    batch: bool,
+    stdin: IO[str] | None = None,
+    out: IO[str] | None = None,
+) -> int:
+    """Print the ranking as JSON: for QUERY, or for each line of stdin with `batch`."""
+    out = out or sys.stdout
+    if app.index is not None and app.index.pending():
+        app.index.index_all()  # the newest turns are found too
+    ranking = ranking_for(app)
+    queries = (stdin or sys.stdin) if batch else [query or ""]
+    count = 0
+    for line in queries:
+        # One object per input line, empty lines included, so outputs pair with inputs.
+        data = ranking.search(line.rstrip("\r\n"), limit, mode)
+        out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        out.flush()
+        count += 1
+    return count

@@ -1,0 +1,76 @@
+"""Recall's ranking as plain data, for `seelen memory search --json` and the Python API.
+
+Each object lists the recalled turns and summaries in ranked order with the score they were
+ranked by, which rankers found them and at which rank, and `in_prompt`: whether chat, under
+the current settings, would put them in the prompt (chat's own recall, cut to its budget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from seelen.clock import Clock
+from seelen.memory.context import SHARES, _fit_items
+from seelen.memory.recall import Recall, RecalledItem, RecallResult
+from seelen.prompts import DatedText
+
+
+class Ranking:
+    """Runs recall as chat does and describes the result; load once, ask many times."""
+
+    def __init__(self, recall: Recall, clock: Clock, context_tokens: int) -> None:
+        self.recall = recall
+        self.clock = clock
+        self.context_tokens = context_tokens
+
+    def search(self, query: str, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
+        """The ranking for `query` as one JSON-ready object (`limit` turns, default chat's)."""
+        if not query.strip():
+            return {"query": query, "mode": mode, "ms": 0.0, "summaries": [], "turns": []}
+        listed = self.recall.search(query, None, mode, conv_num=limit)
+        chat = listed if limit is None and mode == "hybrid" else self.recall.search(query, None)
+        shown = prompt_ids(chat, self.context_tokens)
+        return {
+            "query": query,
+            "mode": mode,
+            "ms": round(listed.seconds * 1000, 1),
+            "summaries": [self._item(i, r, shown) for r, i in enumerate(listed.summaries, 1)],
+            "turns": [self._item(i, r, shown) for r, i in enumerate(listed.turns, 1)],
+        }
+
+    def _item(self, item: RecalledItem, rank: int, shown: set[str]) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "rank": rank,
+            "text_id": item.text_id,
+            "session_id": item.session_id,
+            "time": self.clock.at(item.start_ms).isoformat(timespec="milliseconds"),
+        }
+        if item.kind == "summary":
+            data["end"] = self.clock.at(item.end_ms).isoformat(timespec="milliseconds")
+        else:
+            data["role"] = item.role
+        return {
+            **data,
+            "text": item.text,
+            "score": item.score,
+            "rankers": dict(sorted(item.sources.items())),
+            "in_prompt": item.text_id in shown,
+        }
+
+
+def prompt_ids(result: RecallResult, context_tokens: int) -> set[str]:
+    """Ids of the recalled items that chat's prompt keeps within its token budget."""
+    kept = set()
+    for items, share in (
+        (result.summaries, SHARES["related_sessions"]),
+        (result.turns, SHARES["related_turns"]),
+    ):
+        fitted = _fit_items(_dated(items), int(context_tokens * share))
+        kept |= {d.when for d in fitted}  # `when` carries the id here, see _dated
+    return kept
+
+
+def _dated(items: Sequence[RecalledItem]) -> list[DatedText]:
+    # The prompt's cost counts only the text, so the id can ride in the date's place.
+    return [DatedText(item.text_id, item.text, item.role) for item in items]

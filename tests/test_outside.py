@@ -1,0 +1,124 @@
+"""The outside interface: `seelen import`, `export -o`, `memory search --json [--batch]`,
+and the Python API, on a real store, LanceDB index and embedding model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import open_store, run_seelen
+from typer.testing import CliRunner
+
+from seelen.api import Memory
+from seelen.cli import app
+from seelen.clock import Clock
+from seelen.memory.persona import PersonaFiles
+from seelen.memory.transfer import render_export
+
+T0 = 1_700_000_000_123
+LONG = "My grandmother's recipe for plum cake, which I wrote down for you: " + "flour " * 120
+
+
+def export_file(tmp_path: Path) -> Path:
+    """An export with two archived sessions, written by Seelen itself from another profile."""
+    directory = tmp_path / "elsewhere"
+    directory.mkdir()
+    store, files = open_store(tmp_path, "elsewhere"), PersonaFiles(directory)
+    files.ensure()
+    trip = store.create_session(start_ms=T0)
+    store.add_turns(
+        trip.session_id,
+        [
+            ("user", "I am allergic to peanuts, remember that.", None, T0),
+            ("assistant", "I will remember your peanut allergy.", None, T0 + 1500),
+        ],
+    )
+    store.add_summary(trip.session_id, "The user has a peanut allergy.", T0, T0 + 1500)
+    store.mark_archived(trip.session_id)
+    cake = store.create_session(start_ms=T0 + 86_400_000)
+    store.add_turns(cake.session_id, [("user", LONG, None, T0 + 86_400_000)])
+    store.mark_archived(cake.session_id)
+    path = tmp_path / "export.json"
+    path.write_text(render_export(store, files, Clock("UTC"), "json"), "utf-8")
+    store.close()
+    return path
+
+
+def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TIMEZONE", "UTC")
+    # The smallest prompt: the long turn cannot fit the recalled-turns share (12% of 512).
+    monkeypatch.setenv("CONTEXT_TOKENS", "512")
+    source = export_file(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, ["import", str(source)])
+    assert result.exit_code == 0, result.output
+    assert "Imported 2 sessions, 3 turns and 1 summaries." in result.output
+    assert open_store(data_dir).count_unindexed() == 0  # indexed right away
+
+    found = runner.invoke(app, ["memory", "search", "--json", "peanut allergy"])
+    assert found.exit_code == 0, found.output
+    data = json.loads(found.stdout)
+    top = data["turns"][0]
+    assert "peanut" in top["text"] and top["rank"] == 1 and top["in_prompt"] is True
+    assert set(top) >= {"text_id", "session_id", "time", "role", "score", "rankers"}
+    assert top["rankers"]["bm25"] >= 1 and "vector" in top["rankers"]
+    assert data["summaries"][0]["text"] == "The user has a peanut allergy."
+    assert data["summaries"][0]["time"] == "2023-11-14T22:13:20.123+00:00"
+
+    cake = runner.invoke(app, ["memory", "search", "--json", "plum cake recipe"])
+    item = json.loads(cake.stdout)["turns"][0]
+    assert item["text"] == LONG and item["in_prompt"] is False
+
+    batch = runner.invoke(
+        app,
+        ["memory", "search", "--json", "--batch", "--limit", "1"],
+        input="plum cake\n\npeanuts\n",
+    )
+    assert batch.exit_code == 0, batch.output
+    lines = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert [d["query"] for d in lines] == ["plum cake", "", "peanuts"]
+    assert lines[0]["turns"][0]["text"] == LONG and len(lines[0]["turns"]) == 1
+    assert lines[1]["turns"] == [] and "peanut" in lines[2]["turns"][0]["text"]
+
+    again = runner.invoke(app, ["import", str(source)])
+    assert "Imported 0 sessions, 0 turns and 0 summaries." in again.output
+
+
+def test_export_to_a_file_exits_zero(data_dir: Path) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    session = store.create_session()
+    store.add_turn(session.session_id, "user", "Keep this exactly.")
+    out = data_dir / "out.json"
+    result = CliRunner().invoke(app, ["export", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    texts = [t["text"] for s in json.loads(out.read_text("utf-8"))["sessions"] for t in s["turns"]]
+    assert texts == ["Keep this exactly."]
+
+
+def test_python_api_opens_imports_and_recalls(tmp_path: Path) -> None:
+    source = export_file(tmp_path)
+    with Memory.open(tmp_path / "api-data", "mine", TIMEZONE="UTC") as memory:
+        report = memory.import_json(source.read_text("utf-8"))
+        assert (report.sessions, report.turns, report.summaries) == (2, 3, 1)
+        hits = memory.recall("peanuts", limit=1, mode="bm25")
+        assert len(hits["turns"]) == 1 and "peanut" in hits["turns"][0]["text"]
+        assert (
+            hits["turns"][0]["rankers"]["bm25"] == 1 and "vector" not in hits["turns"][0]["rankers"]
+        )
+        assert memory.export()["sessions"] == json.loads(source.read_text("utf-8"))["sessions"]
+    assert (tmp_path / "api-data" / "mine" / "chat_sessions.db").is_file()
+
+
+def test_import_and_batch_search_as_a_user_runs_them(tmp_path: Path, data_dir: Path) -> None:
+    source = export_file(tmp_path)
+    imported = run_seelen("import", "-", stdin=source.read_text("utf-8"))
+    assert imported.returncode == 0, imported.stderr
+    searched = run_seelen("memory", "search", "--json", "--batch", stdin="peanut\nplum cake\n")
+    assert searched.returncode == 0, searched.stderr
+    first, second = (json.loads(line) for line in searched.stdout.splitlines())
+    assert "peanut" in first["turns"][0]["text"] and second["turns"][0]["text"] == LONG
+
+    bad = run_seelen("import", "-", stdin="{" * 5)
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("seelen: import: not JSON") and bad.stderr.count("\n") == 1
