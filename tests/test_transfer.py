@@ -39,8 +39,8 @@ def seed(store: Store, files: PersonaFiles) -> dict[str, str]:
     store.add_summary(old.session_id, "The user is allergic to peanuts.", T0 + 1, T0 + 999)
     store.mark_archived(old.session_id)
     live = store.create_session(start_ms=T0 + 86_400_000)
-    store.add_turn(live.session_id, "user", "我的猫叫小花 🐱 שלום", ts_ms=T0 + 86_400_001)
-    store.set_rolling_summary(live.session_id, "They talked about a cat.", 1)
+    cat = store.add_turn(live.session_id, "user", "我的猫叫小花 🐱 שלום", ts_ms=T0 + 86_400_001)
+    store.set_rolling_summary(live.session_id, "They talked about a cat.", 1, cat.seq)
     files.write(PROFILE, "Allergic to peanuts.\n")
     return {"archived": old.session_id, "active": live.session_id}
 
