@@ -208,12 +208,26 @@ def quality(args: argparse.Namespace, embedder: LocalEmbedder) -> None:
         seconds = time.perf_counter() - started
         rate = done / seconds
         print(f"Indexed {done} texts in {seconds:.1f} s ({rate:.0f} texts/s; {load_avg()})")
-        recall = Recall(memory.store, memory.index, embedder, session_num=3, conv_num=args.conv_num)
+        weights = None if args.session_weight is None else in_session_weights(args.session_weight)
+        recall = Recall(
+            memory.store,
+            memory.index,
+            embedder,
+            session_num=3,
+            conv_num=args.conv_num,
+            token_budget=args.tokens,
+            weights=weights,
+        )
         results = evaluate(memory, recall, embedder, data.queries, args.conv_num)
         print_quality(results, args.conv_num)
         if args.verbose:
             print_misses(data, results, args.conv_num)
         memory.store.close()
+
+
+def in_session_weights(weight: float) -> dict[str, float]:
+    """Fusion weights for the searches inside the sessions whose summaries matched."""
+    return {"bm25_in_sessions": weight, "vector_in_sessions": weight}
 
 
 def print_misses(data: Dataset, results: dict[str, list[Outcome]], k: int) -> None:
@@ -347,6 +361,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated turn counts")
     parser.add_argument(
         "--conv-num", type=int, default=10, help="turns recalled (the k of recall@k)"
+    )
+    parser.add_argument(
+        "--tokens", type=int, default=100_000, help="recall token budget (large: count-bound)"
+    )
+    parser.add_argument(
+        "--session-weight", type=float, help="weight of in-session searches (default: Recall's)"
     )
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(

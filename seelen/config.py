@@ -126,7 +126,13 @@ class Settings:
         "RECALL_SESSION_NUM", 3, _int(0, 50), "related past sessions shown to the model"
     )
     recall_conv_num: int = _setting(
-        "RECALL_CONV_NUM", 6, _int(0, 200), "related past turns shown to the model"
+        "RECALL_CONV_NUM", 10, _int(0, 200), "most related past turns shown to the model"
+    )
+    recall_tokens: int = _setting(
+        "RECALL_TOKENS",
+        0,
+        _int(0),
+        "token budget of related past turns; 0 = 12% of CONTEXT_TOKENS",
     )
     timezone: str = _setting("TIMEZONE", "", _timezone, "IANA name; empty = this machine's")
     debug_mode: bool = _setting("DEBUG_MODE", False, _bool, "log prompts to logs/ (redacted)")

@@ -1,9 +1,12 @@
 """Recall: past summaries and turns by meaning (vectors) and by words (BM25), fused.
 
 Two stages, as in the design: the `session_num` most relevant summaries of *other*
-sessions, then the `conv_num` most relevant turns, found both inside those sessions and by
-direct turn search. Ranked lists are fused by reciprocal rank: score = Σ 1 / (60 + rank).
-The current session is never recalled from the index (its turns are in the prompt already).
+sessions, then the most relevant turns that fit a token budget (at most `conv_num`), found by
+direct turn search. Ranked lists are fused by reciprocal rank: score = Σ weight / (60 + rank).
+A matching summary only lifts its session's turns a little (a low-weight list searched inside
+its session); it never filters, and its turns never outvote the direct search. Turns come out
+in the order they were ranked, with the score they were ranked by. The current session is
+never recalled from the index (its turns are in the prompt already).
 
 The `Indexer` keeps LanceDB in step with SQLite in a background thread: texts are committed
 to SQLite first with `indexed = 0`, embedded in batches, added to LanceDB, then marked. A
@@ -19,17 +22,24 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from seelen.memory.context import estimate_tokens
 from seelen.store import Store, Summary, Turn
 
 RRF_K = 60
 # BM25 hits under half the best score share only incidental words with the question;
 # measured on bench/bench_recall.py, dropping them lifts MRR without losing recall.
 BM25_FLOOR = 0.5
-# Two recalled turns this similar are taken to be about the same thing (a fact that changed):
-# the newer one goes first, so "I moved to Munich" outranks last spring's "I live in Berlin".
-# On bench/bench_recall.py, 0.6 lifts newest-above-stale from 3/20 to 7/20 and overall MRR
-# from 0.62 to 0.63; 0.5 reaches 10/20 but costs planted facts more than it gains.
-SAME_TOPIC = 0.6
+# Weight of the searches inside the sessions whose summaries matched, relative to the direct
+# searches (1.0). At 1.0 these were two extra full votes: on an outside benchmark 5.3 of 6
+# recalled turns came from those sessions, crowding out the turn both direct rankers put
+# first. Half a vote each lifts a session's turns past near ties without outvoting the
+# direct search. Synthetic sweep (bench/bench_recall.py, hybrid MRR@10 / R@10):
+# 0 → 0.42 / 0.84, 0.25 → 0.52 / 0.84, 0.5 → 0.53 / 0.84, 1.0 → 0.62 / 0.86; its summaries
+# restate each planted fact verbatim, which flatters 1.0, so the real-data failure decides.
+SESSION_WEIGHT = 0.5
+# What a recalled turn costs in the prompt beyond its text: the date, role and list marker
+# (the same allowance memory/context.py uses when it fits recalled items).
+ITEM_OVERHEAD_TOKENS = 12
 MODES = ("hybrid", "bm25", "vector")
 Fused = list[tuple[str, float, dict[str, int]]]
 
@@ -81,24 +91,6 @@ def strong_hits(pairs: Sequence[tuple[str, float]], floor: float) -> list[str]:
     return [text_id for text_id, score in pairs if score >= floor * best]
 
 
-def newer_first(
-    items: list[RecalledItem], vectors: dict[str, Any], threshold: float = SAME_TOPIC
-) -> list[RecalledItem]:
-    """Move each turn ahead of older, similar turns ranked above it (facts change)."""
-    out: list[RecalledItem] = []
-    for item in items:
-        v = vectors.get(item.text_id)
-        spot = len(out)
-        if v is not None:
-            for i, earlier in enumerate(out):
-                w = vectors.get(earlier.text_id)
-                if w is not None and earlier.start_ms < item.start_ms and float(v @ w) > threshold:
-                    spot = i
-                    break
-        out.insert(spot, item)
-    return out
-
-
 class Recall:
     """Finds what the user said before that matters now.
 
@@ -113,7 +105,8 @@ class Recall:
         embedder: Any,
         *,
         session_num: int = 3,
-        conv_num: int = 6,
+        conv_num: int = 10,
+        token_budget: int = 960,
         candidates: int = 30,
         bm25_floor: float = BM25_FLOOR,
         weights: dict[str, float] | None = None,
@@ -123,9 +116,14 @@ class Recall:
         self.embedder = embedder
         self.session_num = session_num
         self.conv_num = conv_num
+        self.token_budget = token_budget
         self.candidates = candidates
         self.bm25_floor = bm25_floor
-        self.weights = weights or {}
+        self.weights = {
+            "bm25_in_sessions": SESSION_WEIGHT,
+            "vector_in_sessions": SESSION_WEIGHT,
+            **(weights or {}),
+        }
         self._pool: ThreadPoolExecutor | None = None
 
     def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
@@ -162,7 +160,11 @@ class Recall:
         *,
         conv_num: int | None = None,
     ) -> RecallResult:
-        """Recall for `query`, never from `current_session`; `mode` picks the rankers."""
+        """Recall for `query`, never from `current_session`; `mode` picks the rankers.
+
+        Turns: the best ranked that fit `token_budget`, at most `conv_num` (the argument
+        overrides the instance's bound), best first.
+        """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         started = time.perf_counter()
@@ -172,7 +174,6 @@ class Recall:
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         n, store = self.candidates, self.store
         pending: dict[str, Future[Any]] = {}
-        vectors_seen: dict[str, Any] = {}  # text_id → unit vector, for `newer_first`
         if words:
             pending["s:bm25"] = self._run(
                 store.search_summaries_text, query, n, exclude_session=current_session
@@ -188,9 +189,7 @@ class Recall:
             pending["t:vector"] = self._run(
                 self.index.search, "turns", vector, n, exclude_session=current_session
             )
-        summaries = self._summaries(
-            fuse(self._lists("s:", pending, vectors_seen), weights=self.weights)
-        )
+        summaries = self._summaries(fuse(self._lists("s:", pending), weights=self.weights))
         sessions = [s.session_id for s in summaries[: self.session_num]]
         summaries = summaries[: self.session_num]
         if sessions and words:
@@ -201,16 +200,13 @@ class Recall:
             pending["t:vector_in_sessions"] = self._run(
                 self.index.search, "turns", vector, n, only_sessions=sessions
             )
-        fused = fuse(self._lists("t:", pending, vectors_seen), weights=self.weights)
+        fused = fuse(self._lists("t:", pending), weights=self.weights)
         limit = self.conv_num if conv_num is None else conv_num
-        turns = newer_first(self._turns(fused, limit, current_session), vectors_seen)
+        turns = self._turns(fused, limit, current_session)
         return RecallResult(query, summaries, turns, time.perf_counter() - started, mode)
 
-    def _lists(
-        self, prefix: str, pending: dict[str, Future[Any]], vectors_seen: dict[str, Any]
-    ) -> dict[str, list[str]]:
-        """Collect one stage's ranked id lists (BM25 lists cut at the score floor), and note
-        the vectors of the vector hits in `vectors_seen`."""
+    def _lists(self, prefix: str, pending: dict[str, Future[Any]]) -> dict[str, list[str]]:
+        """Collect one stage's ranked id lists (BM25 lists cut at the score floor)."""
         lists = {}
         for key, future in pending.items():
             if not key.startswith(prefix):
@@ -220,7 +216,6 @@ class Recall:
                 lists[name] = strong_hits(result, self.bm25_floor)
             else:
                 lists[name] = [hit.text_id for hit in result]
-                vectors_seen.update((h.text_id, h.vector) for h in result if h.vector is not None)
         return lists
 
     def _vectors_usable(self) -> bool:
@@ -248,17 +243,27 @@ class Recall:
         return out
 
     def _turns(self, fused: Fused, limit: int, current_session: str | None) -> list[RecalledItem]:
-        found = self.store.get_turns(i for i, _, _ in fused[: limit * 3])
-        out = []
-        for text_id, score, ranks in fused[: limit * 3]:
+        """The best ranked turns that fit the token budget, at most `limit`, in ranked order.
+
+        A turn too long for what is left is passed over for shorter ones below it, as the
+        prompt builder would. Exact score ties (common in rank fusion) go to the newer turn:
+        recency only ever breaks ties, so it never pushes a stronger match down.
+        """
+        head = fused[: max(limit * 3, self.candidates)]
+        found = self.store.get_turns(i for i, _, _ in head)
+        items = []
+        for text_id, score, ranks in head:
             t: Turn | None = found.get(text_id)
-            if t is None or t.session_id == current_session:
+            if t is not None and t.session_id != current_session:
+                items.append(_turn_item(t, score, ranks))
+        items.sort(key=lambda i: (-i.score, -i.start_ms))
+        out, used = [], 0
+        for item in items:
+            cost = estimate_tokens(item.text) + ITEM_OVERHEAD_TOKENS
+            if used + cost > self.token_budget:
                 continue
-            out.append(
-                RecalledItem(
-                    text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks
-                )
-            )
+            out.append(item)
+            used += cost
             if len(out) == limit:
                 break
         return out
@@ -352,6 +357,12 @@ class Indexer:
         if text_ids:
             for kind in ("turns", "summaries"):
                 self.index.delete(kind, text_ids=list(text_ids))
+
+
+def _turn_item(t: Turn, score: float, ranks: dict[str, int]) -> RecalledItem:
+    return RecalledItem(
+        t.text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks
+    )
 
 
 def _start(item: Turn | Summary) -> int:
