@@ -40,7 +40,7 @@ from seelen.vectors import VectorIndex, VectorRow
 
 MODES = ("bm25", "vector", "hybrid")
 RAW = ("bm25-raw", "vector-raw")  # one ranker alone, straight from the store / the index
-KINDS = ("planted", "paraphrase-hard", "changed")
+KINDS = ("planted", "paraphrase-hard", "changed", "chinese", "mixed")
 CHUNK = 5000
 
 

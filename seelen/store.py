@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from seelen.errors import StoreError
-from seelen.schema import MIGRATIONS, fts_query, phrase
+from seelen.schema import MIGRATIONS, fts_query, index_text, phrase
 
 ACTIVE, ARCHIVED = "active", "archived"
 # An `ask --ephemeral` session: never restored, deleted when its one exchange is done.
@@ -79,6 +79,8 @@ class Store:
                 self.path, check_same_thread=False, isolation_level=None, timeout=10
             )
             self._db.row_factory = sqlite3.Row
+            # The word-index triggers call it: every connection that writes text needs it.
+            self._db.create_function("seelen_words", 1, index_text, deterministic=True)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
