@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import re
 import string
+import time
 from dataclasses import dataclass, field
 
 DAY_MS = 86_400_000
@@ -397,7 +398,33 @@ def build(seed: int = 7, sessions: int = 60) -> Dataset:
     extra, extra_where = _chinese_sessions(random.Random(seed * 31 + 1), sessions // 6)
     where.update(extra_where)
     out = sorted(out + extra, key=lambda x: x.turns[0].ts_ms)
-    return Dataset(out, _queries(where) + _language_queries(where))
+    return Dataset(out, _queries(where) + _language_queries(where) + _time_queries(out))
+
+
+# A day-specific user turn, and the question that asks for it by its date only.
+DATED = [
+    (re.compile(r"\bI made .+? tonight\b"), "What did I cook on {day}?"),
+    (re.compile(r"\bI woke up with\b"), "How was I feeling on {day}?"),
+    (re.compile(r"^Work was \w+ today\b"), "How did work go on {day}?"),
+    (re.compile(r"^Had .+ with\b"), "What did I do with my family on {day}?"),
+]
+
+
+def _time_queries(sessions: list[BenchSession]) -> list[BenchQuery]:
+    """'What did I cook on March 4?': the one such turn of that day answers; the like turns
+    of other days share the question's words as much, so only the date tells them apart."""
+    by_day: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for s in sessions:
+        for i, t in enumerate(s.turns):
+            for pattern, question in DATED:
+                if t.role == "user" and pattern.search(t.text):
+                    day = time.strftime("%B %d", time.gmtime(t.ts_ms / 1000)).replace(" 0", " ")
+                    by_day.setdefault((question, day), []).append((s.key, i))
+    return [
+        BenchQuery(question.format(day=day), *found[0], "time")
+        for (question, day), found in by_day.items()
+        if len(found) == 1
+    ]
 
 
 def _chinese_sessions(

@@ -298,6 +298,7 @@ def build_recall(
         session_num=settings.recall_session_num,
         conv_num=settings.recall_conv_num,
         token_budget=recall_tokens(settings),
+        clock=Clock(settings.timezone),
     )
     return indexer, recall
 

@@ -141,7 +141,10 @@ class Settings:
         "MCP_SERVERS_FILE", "mcp_servers.json", _str, "MCP server list, relative to the cwd"
     )
     embedding_provider: str = _setting(
-        "EMBEDDING_PROVIDER", "local", _choice("local", "openai"), "local ONNX or the endpoint"
+        "EMBEDDING_PROVIDER",
+        "local",
+        _choice("local", "multilingual", "openai"),
+        "local (English), multilingual (pip install seelen[multilingual]) or the endpoint",
     )
     embedding_model: str = _setting(
         "EMBEDDING_MODEL", "", _str, "embedding model name when EMBEDDING_PROVIDER=openai"

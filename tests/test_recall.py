@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from seelen.clock import Clock
 from seelen.embed import LocalEmbedder
 from seelen.memory.context import estimate_tokens
 from seelen.memory.recall import ITEM_OVERHEAD_TOKENS, RRF_K, Indexer, Recall
@@ -27,6 +30,18 @@ def memory(tmp_path: Path, embedder: LocalEmbedder) -> Iterator[Memory]:
     mem = Memory(tmp_path, embedder)
     yield mem
     mem.store.close()
+
+
+class FixedClock(Clock):
+    """A clock stopped at `now_ms` (UTC), so dates named in questions are stable."""
+
+    def __init__(self, now_ms: int) -> None:
+        super().__init__("UTC")
+        self.now_ms = now_ms
+
+    def now(self) -> datetime:
+        """The stopped time."""
+        return self.at(self.now_ms)
 
 
 class Memory:
@@ -55,7 +70,8 @@ class Memory:
         """Index everything, then a Recall and the id of a new, empty current session."""
         Indexer(self.store, self.index, self.embedder).index_all()
         current = self.store.create_session(start_ms=T0 + 400 * DAY_MS).session_id
-        return Recall(self.store, self.index, self.embedder, **kwargs), current
+        clock = FixedClock(T0 + 30 * DAY_MS)  # a month after the first session
+        return Recall(self.store, self.index, self.embedder, clock=clock, **kwargs), current
 
 
 def test_turns_come_in_ranked_order_with_the_score_they_were_ranked_by(memory: Memory) -> None:
@@ -102,3 +118,26 @@ def test_a_matching_summary_does_not_flood_the_turns(memory: Memory) -> None:
     result = recall.search("red Imperia pasta machine garlic", current)
     assert result.summaries and result.summaries[0].session_id != result.turns[0].session_id
     assert result.turns[0].text_id == answer  # both rankers' first stays first
+
+
+def test_a_named_time_lifts_the_turn_of_that_day_over_equal_matches(memory: Memory) -> None:
+    ids = [memory.session([f"I made {dish} tonight"])[0] for dish in ("soup", "curry", "pie")]
+    recall, current = memory.recall()
+    day = memory.store.get_turns([ids[1]])[ids[1]].ts_ms
+    asked = datetime.fromtimestamp(day / 1000, UTC).strftime("%B %-d")
+    turns = recall.search(f"What did I make on {asked}?", current).turns
+    assert turns[0].text_id == ids[1] and turns[0].sources.get("time") == 1
+    first = recall.search("What did I make first?", current).turns
+    assert first[0].text_id == ids[0]
+
+
+def test_the_multilingual_embedder_finds_meaning_across_languages() -> None:
+    from seelen.embed import E5Embedder, LocalEmbedder, embed_query
+
+    e5 = E5Embedder()
+    assert e5.model_id != LocalEmbedder().model_id  # switching models re-indexes everything
+    texts = e5.embed(["我的猫叫小花，她最喜欢吃金枪鱼。", "今天天气很好，我们去公园散步了。"])
+    assert texts.shape == (2, e5.dim) and np.allclose(np.linalg.norm(texts, axis=1), 1.0)
+    for question in ("我的猫叫什么名字？", "What is my cat called?"):
+        scores = texts @ embed_query(e5, question)
+        assert scores[0] > scores[1]

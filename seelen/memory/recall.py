@@ -22,7 +22,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from seelen.clock import Clock
+from seelen.embed import embed_query
 from seelen.memory.context import estimate_tokens
+from seelen.memory.when import TimeHint, in_time_first, parse_time
 from seelen.store import Store, Summary, Turn
 
 RRF_K = 60
@@ -110,8 +113,10 @@ class Recall:
         candidates: int = 30,
         bm25_floor: float = BM25_FLOOR,
         weights: dict[str, float] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
+        self.clock = clock or Clock()
         self.index = index
         self.embedder = embedder
         self.session_num = session_num
@@ -170,6 +175,7 @@ class Recall:
         started = time.perf_counter()
         if not self.store.has_history(current_session):  # a new user: nothing to load or search
             return RecallResult(query, [], [], time.perf_counter() - started, mode)
+        hint = parse_time(query, self.clock.now())
         words = mode in ("hybrid", "bm25")
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         n, store = self.candidates, self.store
@@ -181,7 +187,7 @@ class Recall:
             pending["t:bm25"] = self._run(
                 store.search_turns_text, query, n, exclude_session=current_session
             )
-        vector = self.embedder.embed([query])[0] if vectors else None
+        vector = embed_query(self.embedder, query) if vectors else None
         if vector is not None:
             pending["s:vector"] = self._run(
                 self.index.search, "summaries", vector, n, exclude_session=current_session
@@ -190,6 +196,7 @@ class Recall:
                 self.index.search, "turns", vector, n, exclude_session=current_session
             )
         summaries = self._summaries(fuse(self._lists("s:", pending), weights=self.weights))
+        summaries = in_time_first(summaries, hint)
         sessions = [s.session_id for s in summaries[: self.session_num]]
         summaries = summaries[: self.session_num]
         if sessions and words:
@@ -202,7 +209,7 @@ class Recall:
             )
         fused = fuse(self._lists("t:", pending), weights=self.weights)
         limit = self.conv_num if conv_num is None else conv_num
-        turns = self._turns(fused, limit, current_session)
+        turns = self._turns(fused, limit, current_session, hint)
         return RecallResult(query, summaries, turns, time.perf_counter() - started, mode)
 
     def _lists(self, prefix: str, pending: dict[str, Future[Any]]) -> dict[str, list[str]]:
@@ -242,7 +249,9 @@ class Recall:
                 )
         return out
 
-    def _turns(self, fused: Fused, limit: int, current_session: str | None) -> list[RecalledItem]:
+    def _turns(
+        self, fused: Fused, limit: int, current_session: str | None, hint: TimeHint | None
+    ) -> list[RecalledItem]:
         """The best ranked turns that fit the token budget, at most `limit`, in ranked order.
 
         A turn too long for what is left is passed over for shorter ones below it, as the
@@ -256,7 +265,7 @@ class Recall:
             t: Turn | None = found.get(text_id)
             if t is not None and t.session_id != current_session:
                 items.append(_turn_item(t, score, ranks))
-        items.sort(key=lambda i: (-i.score, -i.start_ms))
+        items = in_time_first(items, hint)
         out, used = [], 0
         for item in items:
             cost = estimate_tokens(item.text) + ITEM_OVERHEAD_TOKENS
