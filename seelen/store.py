@@ -266,6 +266,21 @@ class Store:
         )
         return [_turn(r) for r in rows]
 
+    def spoken_before(self, text_ids: Iterable[str]) -> dict[str, str]:
+        """The text of the spoken turn just before each given turn in its session (what a
+        short reply answers); turns that open their session are absent."""
+        ids = list(text_ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._query(
+            "SELECT c.text_id, (SELECT p.text FROM conversation p WHERE p.session_id = "
+            "c.session_id AND p.seq < c.seq AND p.role IN ('user', 'assistant') "
+            f"ORDER BY p.seq DESC LIMIT 1) FROM conversation c WHERE c.text_id IN ({marks})",
+            ids,
+        )
+        return {r[0]: r[1] for r in rows if r[1] is not None}
+
     def get_turns(self, text_ids: Iterable[str]) -> dict[str, Turn]:
         """Turns by text id (missing ids are simply absent)."""
         ids = list(text_ids)

@@ -141,3 +141,14 @@ def test_the_multilingual_embedder_finds_meaning_across_languages() -> None:
     for question in ("我的猫叫什么名字？", "What is my cat called?"):
         scores = texts @ embed_query(e5, question)
         assert scores[0] > scores[1]
+
+
+def test_a_short_reply_is_found_through_the_turn_it_answers(memory: Memory) -> None:
+    (brother,) = memory.session(["My brother moved to Berlin for work"])
+    _, reply = memory.session(["Where did your sister move after university?", "Porto, in May."])
+    memory.session(["Is the new flat nice?", "Yes, really nice!"])
+    recall, current = memory.recall()
+    turns = recall.search("where did my sister move?", current, mode="vector").turns
+    ids = [t.text_id for t in turns]
+    assert ids.index(reply) < ids.index(brother)  # its question makes the reply about a sister
+    assert memory.store.get_turns([reply])[reply].text == "Porto, in May."  # stored as said
