@@ -96,8 +96,12 @@ def test_recall_fills_a_token_budget_not_a_count(memory: Memory) -> None:
     assert cost <= 60
     # The long turn does not fit, so the shorter ones below it are recalled instead.
     assert {t.text_id for t in turns} == set(ids[1:])
-    recall.token_budget = 10_000
-    assert len(recall.search("sailing", current, conv_num=2).turns) == 2  # the upper bound
+    # Asked for more (memory search --limit), it lists them, marking what chat would show.
+    listed = recall.search("sailing", current, conv_num=3).turns
+    assert {t.text_id for t in listed} == set(ids)
+    assert {t.text_id for t in listed if t.in_prompt} == set(ids[1:])
+    recall.token_budget, recall.conv_num = 10_000, 2
+    assert len(recall.search("sailing", current).turns) == 2  # the upper bound
 
 
 def test_a_newer_similar_turn_never_pushes_a_stronger_match_down(memory: Memory) -> None:

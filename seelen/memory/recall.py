@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seelen.clock import Clock
@@ -66,6 +66,7 @@ class RecalledItem:
     end_ms: int
     score: float
     sources: dict[str, int] = field(default_factory=dict)  # ranker → rank (1 = best)
+    in_prompt: bool = False  # chat would show it: within RECALL_CONV_NUM and RECALL_TOKENS
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,8 @@ class Recall:
     ) -> RecallResult:
         """Recall for `query`, never from `current_session`; `mode` picks the rankers.
 
-        Turns: the best ranked that fit `token_budget`, at most `conv_num` (the argument
-        overrides the instance's bound), best first.
+        Turns, best first: those chat shows (the best that fit `token_budget`, at most the
+        instance's `conv_num`); or, given `conv_num`, that many, with `in_prompt` marking those.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
@@ -214,8 +215,7 @@ class Recall:
                 self.index.search, "turns", vector, n, only_sessions=sessions
             )
         fused = fuse(self._lists("t:", pending), weights=self.weights)
-        limit = self.conv_num if conv_num is None else conv_num
-        turns = self._turns(fused, limit, current_session, hint)
+        turns = self._turns(fused, conv_num, current_session, hint)
         return RecallResult(query, summaries, turns, time.perf_counter() - started, mode)
 
     def _lists(self, prefix: str, pending: dict[str, Future[Any]]) -> dict[str, list[str]]:
@@ -256,31 +256,34 @@ class Recall:
         return out
 
     def _turns(
-        self, fused: Fused, limit: int, current_session: str | None, hint: TimeHint | None
+        self, fused: Fused, limit: int | None, current_session: str | None, hint: TimeHint | None
     ) -> list[RecalledItem]:
-        """The best ranked turns that fit the token budget, at most `limit`, in ranked order.
+        """The best ranked turns, in ranked order, each marked `in_prompt` when chat would show
+        it. Without `limit`, only those (what chat asks for); with it, the first `limit`.
 
-        A turn too long for what is left is passed over for shorter ones below it, as the
-        prompt builder would. Exact score ties (common in rank fusion) go to the newer turn:
-        recency only ever breaks ties, so it never pushes a stronger match down.
+        Exact score ties (common in rank fusion) go to the newer turn: recency only ever breaks
+        ties, so it never pushes a stronger match down.
         """
-        head = fused[: max(limit * 3, self.candidates)]
+        head = fused[: max((limit or self.conv_num) * 3, self.candidates)]
         found = self.store.get_turns(i for i, _, _ in head)
         items = []
         for text_id, score, ranks in head:
             t: Turn | None = found.get(text_id)
             if t is not None and t.session_id != current_session:
                 items.append(_turn_item(t, score, ranks))
-        items = in_time_first(items, hint)
-        out, used = [], 0
+        items = self._mark_in_prompt(in_time_first(items, hint))
+        return items[:limit] if limit is not None else [i for i in items if i.in_prompt]
+
+    def _mark_in_prompt(self, items: list[RecalledItem]) -> list[RecalledItem]:
+        """Mark the best turns that fit the token budget, at most `conv_num`: a turn too long
+        for what is left is passed over for shorter ones below it, as the prompt builder does."""
+        out, used, shown = [], 0, 0
         for item in items:
             cost = estimate_tokens(item.text) + ITEM_OVERHEAD_TOKENS
-            if used + cost > self.token_budget:
-                continue
-            out.append(item)
-            used += cost
-            if len(out) == limit:
-                break
+            fits = shown < self.conv_num and used + cost <= self.token_budget
+            if fits:
+                used, shown = used + cost, shown + 1
+            out.append(replace(item, in_prompt=fits))
         return out
 
 
