@@ -115,7 +115,7 @@ class Recall:
         embedder: Any,
         *,
         session_num: int = 3,
-        conv_num: int = 10,
+        conv_num: int = 20,
         token_budget: int = 960,
         candidates: int = 30,
         bm25_floor: float = BM25_FLOOR,
