@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, scale
 
-from seelen.embed import LocalEmbedder
+from seelen.clock import Clock
+from seelen.embed import Embedder, embed_query, make_embedder
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
 from seelen.store import Store
@@ -41,7 +43,7 @@ from seelen.vectors import VectorIndex, VectorRow
 
 MODES = ("bm25", "vector", "hybrid")
 RAW = ("bm25-raw", "vector-raw")  # one ranker alone, straight from the store / the index
-KINDS = ("planted", "paraphrase-hard", "changed")
+KINDS = ("planted", "paraphrase-hard", "changed", "time", "chinese", "mixed")
 CHUNK = 5000
 
 
@@ -118,7 +120,7 @@ def ranked_ids(
             for i, _ in memory.store.search_turns_text(question, k, exclude_session=memory.current)
         ], set()
     if mode == "vector-raw":
-        vector = embedder.embed([question])[0]
+        vector = embed_query(embedder, question)
         hits = memory.index.search("turns", vector, k, exclude_session=memory.current)
         return [h.text_id for h in hits], set()
     result = recall.search(question, memory.current, mode=mode)
@@ -194,7 +196,7 @@ def print_quality(results: dict[str, list[Outcome]], k: int) -> None:
         print(f"{mode:12}{f'{first}/{n}':>24}{f'{found}/{n}':>26}")
 
 
-def quality(args: argparse.Namespace, embedder: LocalEmbedder) -> None:
+def quality(args: argparse.Namespace, embedder: Embedder) -> None:
     """Load the dataset, index it with the real Indexer, and score every question."""
     data = build(args.seed)
     counts = ", ".join(f"{k} {sum(q.kind == k for q in data.queries)}" for k in KINDS)
@@ -209,12 +211,39 @@ def quality(args: argparse.Namespace, embedder: LocalEmbedder) -> None:
         seconds = time.perf_counter() - started
         rate = done / seconds
         print(f"Indexed {done} texts in {seconds:.1f} s ({rate:.0f} texts/s; {load_avg()})")
-        recall = Recall(memory.store, memory.index, embedder, session_num=3, conv_num=args.conv_num)
+        weights = None if args.session_weight is None else in_session_weights(args.session_weight)
+        recall = Recall(
+            memory.store,
+            memory.index,
+            embedder,
+            session_num=3,
+            conv_num=args.conv_num,
+            token_budget=args.tokens,
+            weights=weights,
+            clock=BenchClock(memory.store.get_session(memory.current).start_ms),
+        )
         results = evaluate(memory, recall, embedder, data.queries, args.conv_num)
         print_quality(results, args.conv_num)
         if args.verbose:
             print_misses(data, results, args.conv_num)
         memory.store.close()
+
+
+class BenchClock(Clock):
+    """The clock of the bench's current session (UTC), so "last week" means the same each run."""
+
+    def __init__(self, now_ms: int) -> None:
+        super().__init__("UTC")
+        self.now_ms = now_ms
+
+    def now(self) -> datetime:
+        """The current session's start."""
+        return self.at(self.now_ms)
+
+
+def in_session_weights(weight: float) -> dict[str, float]:
+    """Fusion weights for the searches inside the sessions whose summaries matched."""
+    return {"bm25_in_sessions": weight, "vector_in_sessions": weight}
 
 
 def print_misses(data: Dataset, results: dict[str, list[Outcome]], k: int) -> None:
@@ -230,7 +259,7 @@ def print_misses(data: Dataset, results: dict[str, list[Outcome]], k: int) -> No
 # --- speed ---------------------------------------------------------------------------------
 
 
-def embed_pool(embedder: LocalEmbedder, texts: Iterable[str], size: int) -> dict[str, np.ndarray]:
+def embed_pool(embedder: Embedder, texts: Iterable[str], size: int) -> dict[str, np.ndarray]:
     """Real vectors for up to `size` distinct texts, embedded once for every size."""
     pool = list(dict.fromkeys(texts))[:size]
     started = time.perf_counter()
@@ -272,7 +301,7 @@ def speed_queries(data: Dataset, n: int, seed: int) -> list[str]:
 
 
 def time_queries(
-    recall: Recall, embedder: LocalEmbedder, questions: list[str], current: str
+    recall: Recall, embedder: Embedder, questions: list[str], current: str
 ) -> dict[str, list[float]]:
     """Milliseconds per query for each mode (modes interleaved, so load spikes hit all alike)."""
     for q in questions[:5]:  # warm-up: model, caches, LanceDB file handles
@@ -280,7 +309,7 @@ def time_queries(
     times: dict[str, list[float]] = {m: [] for m in ("embed only", *MODES)}
     for q in questions:
         started = time.perf_counter()
-        embedder.embed([q])
+        embed_query(embedder, q)
         times["embed only"].append((time.perf_counter() - started) * 1000)
         for mode in MODES:
             started = time.perf_counter()
@@ -317,7 +346,7 @@ def fill_size(
     return memory
 
 
-def speed(args: argparse.Namespace, embedder: LocalEmbedder) -> None:
+def speed(args: argparse.Namespace, embedder: Embedder) -> None:
     """Latency of recall at each size, query embedding included."""
     base = build(args.seed)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -349,15 +378,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--conv-num", type=int, default=10, help="turns recalled (the k of recall@k)"
     )
+    parser.add_argument(
+        "--tokens", type=int, default=100_000, help="recall token budget (large: count-bound)"
+    )
+    parser.add_argument(
+        "--session-weight", type=float, help="weight of in-session searches (default: Recall's)"
+    )
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(
         "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--embedder", default="local", choices=("local", "multilingual"), help="local model"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="list the hybrid misses")
     args = parser.parse_args(argv)
     both = not (args.quality or args.speed)
-    embedder = LocalEmbedder()
+    embedder = make_embedder(args.embedder, "", "", "")
     print(f"Seelen recall bench: {embedder.model_id}, conv_num={args.conv_num}; {load_avg()}")
     if args.quality or both:
         quality(args, embedder)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import re
 import string
+import time
 from dataclasses import dataclass, field
 
 DAY_MS = 86_400_000
@@ -121,6 +122,45 @@ books|I am hooked on The Bear, watching an episode every night.|I finished The B
 books|I am reading Middlemarch right now, slow going but lovely.|I finally finished Middlemarch and started Piranesi.|What am I reading?|Which novel am I in the middle of?|They are reading Middlemarch.|They finished Middlemarch and started Piranesi.|The novel Lena lent me was dull./I am in the middle of a spreadsheet disaster.
 health|My GP is Dr. Weber, the practice is two streets away.|Since the move I registered with a new GP, Dr. Lindqvist.|Who is my GP?|Which family doctor do I see?|Their GP is Dr. Weber.|They registered with a new GP, Dr. Lindqvist.|The doctor on that hospital drama is ridiculous./Mia's GP appointment is on Friday.
 """
+
+# --- facts told in Chinese, in memories that mix languages ----------------------------------
+# fact (Chinese) | question in Chinese | question in English | summary note | distractors ("/")
+ZH_FACTS = """
+我的猫叫小花，她最喜欢吃金枪鱼。|我的猫叫什么名字？|What is my cat called?|用户的猫叫小花。|邻居家的狗叫旺财，天天在楼下叫。/今天的午饭是鱼香肉丝，有点咸。
+我妹妹在上海的一家医院当护士。|我妹妹做什么工作？|What does my younger sister do for work?|用户的妹妹在上海当护士。|我同事的姐姐在北京开了一家咖啡店。/上海今天下大雨，航班都延误了。
+我对芒果过敏，吃了嘴会肿。|我对什么水果过敏？|Which fruit am I allergic to?|用户对芒果过敏。|超市的苹果打折，我买了一大袋。/花粉季节到了，好多人都在打喷嚏。
+我每周三晚上去学游泳，教练姓王。|我什么时候上游泳课？|When are my swimming lessons?|用户每周三晚上学游泳。|周末去公园跑步的人特别多。/王老师是我女儿的数学老师。
+我的车是一辆白色的丰田卡罗拉，开了八年了。|我开的是什么车？|What car do I drive?|用户开一辆白色丰田。|停车场今天满了，只好停在路边。/小李新买了一辆红色的电动车。
+我老家在成都，最想念那里的火锅。|我的家乡是哪里？|Which city am I from originally?|用户老家在成都。|重庆的夜景真的很漂亮。/昨天晚上在家做了番茄炒蛋。
+我的生日是十一月三号，今年想去海边过。|我的生日是哪天？|When is my birthday?|用户生日是十一月三号。|同事小张的婚礼定在下个月。/海边的酒店价格涨了不少。
+我在学日语，准备明年去东京工作。|我在学哪种外语？|Which foreign language am I learning?|用户在学日语，准备去东京。|东京的地铁线路太复杂了。/我儿子在学校学英语。
+我最喜欢的作家是余华，《活着》看了三遍。|我最喜欢哪位作家？|Who is my favourite writer?|用户喜欢余华的小说。|图书馆周一不开门。/这部电影改编自一本畅销小说。
+我每天早上喝一杯不加糖的黑咖啡。|我早上喝什么？|What do I drink in the morning?|用户每天早上喝黑咖啡。|楼下新开了一家奶茶店，排队的人很多。/早上的地铁挤得要命。
+"""
+# Chinese questions about facts told in English: FACTS row | question
+ZH_FOR_FACTS = """
+0|我对哪种坚果过敏？
+1|我妹妹莱娜现在住在哪个城市？
+4|我的经理叫什么名字？
+5|我们家的狗是什么品种？
+7|我的血型是什么？
+8|我最讨厌吃哪种香草？
+14|我女儿在学什么乐器？
+15|我为什么只喝燕麦奶？
+"""
+# Chinese small talk for the sessions that hold the Chinese facts.
+ZH_CHAT = [
+    "今天工作好累，开了一整天的会。",
+    "晚上做了红烧肉，味道还不错。",
+    "最近天气太冷了，不想出门。",
+    "周末和朋友去爬山了，风景很美。",
+    "我在看一部新的电视剧，挺好看的。",
+    "明天要早起，今晚得早点睡。",
+    "孩子的学校下周开家长会。",
+    "最近在减肥，晚饭只吃沙拉。",
+    "地铁上人太多了，站了一路。",
+    "刚买了一本新书，还没开始看。",
+]
 
 # --- chit-chat templates: "name|choice|choice|..." ---------------------------------------
 # Slot values; a template's {slot} is filled with one of them at random.
@@ -355,7 +395,75 @@ def build(seed: int = 7, sessions: int = 60) -> Dataset:
         session, places = _session(f"s{i:03d}", start, rng, plants, n_turns)
         out.append(session)
         where.update({ref: (session.key, index) for ref, index in places.items()})
-    return Dataset(out, _queries(where))
+    extra, extra_where = _chinese_sessions(random.Random(seed * 31 + 1), sessions // 6)
+    where.update(extra_where)
+    out = sorted(out + extra, key=lambda x: x.turns[0].ts_ms)
+    return Dataset(out, _queries(where) + _language_queries(where) + _time_queries(out))
+
+
+# A day-specific user turn, and the question that asks for it by its date only.
+DATED = [
+    (re.compile(r"\bI made .+? tonight\b"), "What did I cook on {day}?"),
+    (re.compile(r"\bI woke up with\b"), "How was I feeling on {day}?"),
+    (re.compile(r"^Work was \w+ today\b"), "How did work go on {day}?"),
+    (re.compile(r"^Had .+ with\b"), "What did I do with my family on {day}?"),
+]
+
+
+def _time_queries(sessions: list[BenchSession]) -> list[BenchQuery]:
+    """'What did I cook on March 4?': the one such turn of that day answers; the like turns
+    of other days share the question's words as much, so only the date tells them apart."""
+    by_day: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for s in sessions:
+        for i, t in enumerate(s.turns):
+            for pattern, question in DATED:
+                if t.role == "user" and pattern.search(t.text):
+                    day = time.strftime("%B %d", time.gmtime(t.ts_ms / 1000)).replace(" 0", " ")
+                    by_day.setdefault((question, day), []).append((s.key, i))
+    return [
+        BenchQuery(question.format(day=day), *found[0], "time")
+        for (question, day), found in by_day.items()
+        if len(found) == 1
+    ]
+
+
+def _chinese_sessions(
+    rng: random.Random, sessions: int
+) -> tuple[list[BenchSession], dict[str, tuple[str, int]]]:
+    """Sessions that mix English small talk, Chinese small talk and the Chinese facts.
+
+    Their own random generator, so the English part of the dataset is the same as before.
+    """
+    plan: list[list[_Plant]] = [[] for _ in range(sessions)]
+    for i, row in enumerate(_rows(ZH_FACTS)):
+        plan[rng.randrange(sessions)].append(_Plant(row[0], f"zh:{i}", row[3]))
+        for j, text in enumerate(row[4].split("/")):
+            plan[rng.randrange(sessions)].append(_Plant(text, f"distractor:zh:{i}:{j}"))
+    for plants in plan:
+        plants += [_Plant(t, f"distractor:chat:{k}") for k, t in enumerate(rng.sample(ZH_CHAT, 3))]
+        rng.shuffle(plants)
+    out, where = [], {}
+    for i, plants in enumerate(plan):
+        day = rng.randrange(SPAN_DAYS - 10)
+        start = BASE_MS + day * DAY_MS + rng.randint(14, 20) * 3_600_000
+        session, places = _session(f"z{i:03d}", start, rng, plants, 2 * len(plants) + 6)
+        out.append(session)
+        where.update({ref: (session.key, index) for ref, index in places.items()})
+    return out, where
+
+
+def _language_queries(where: dict[str, tuple[str, int]]) -> list[BenchQuery]:
+    """Chinese questions about Chinese facts, and questions across the two languages."""
+    queries = []
+    for i, row in enumerate(_rows(ZH_FACTS)):
+        key, index = where[f"zh:{i}"]
+        near = [v for k, v in where.items() if k.startswith(f"distractor:zh:{i}:")]
+        queries.append(BenchQuery(row[1], key, index, "chinese", [], near))
+        queries.append(BenchQuery(row[2], key, index, "mixed", [], near))
+    for fact, question in _rows(ZH_FOR_FACTS):
+        key, index = where[f"fact:{fact}"]
+        queries.append(BenchQuery(question, key, index, "mixed"))
+    return queries
 
 
 def _queries(where: dict[str, tuple[str, int]]) -> list[BenchQuery]:
@@ -408,11 +516,11 @@ def shared_words(question: str, text: str) -> list[str]:
     """Content words of `question` that BM25 would match in `text` (same tokenizer as the store)."""
     import sqlite3
 
-    from seelen.schema import fts_query
+    from seelen.schema import fts_query, index_text
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
-    db.execute("INSERT INTO t VALUES (?)", (text,))
+    db.execute("INSERT INTO t VALUES (?)", (index_text(text),))
     words = [w.strip('"') for w in fts_query(question).split(" OR ") if w]
     return [
         w for w in words if db.execute("SELECT 1 FROM t WHERE t MATCH ?", (f'"{w}"',)).fetchone()

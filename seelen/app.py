@@ -390,5 +390,15 @@ def build_recall(
         embedder,
         session_num=settings.recall_session_num,
         conv_num=settings.recall_conv_num,
+        token_budget=recall_tokens(settings),
+        clock=Clock(settings.timezone),
     )
     return indexer, recall
+
+
+def recall_tokens(settings: Settings) -> int:
+    """RECALL_TOKENS, or by default the prompt's share for related turns, so recall returns
+    exactly what the prompt builder will keep."""
+    from seelen.memory.context import SHARES
+
+    return settings.recall_tokens or int(settings.context_tokens * SHARES["related_turns"])

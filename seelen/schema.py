@@ -2,6 +2,11 @@
 
 Migrations are plain functions that return their SQL; `Store` runs each once, in one
 transaction with the row that records its name.
+
+Scripts written without spaces (Chinese, Japanese) are word-indexed one character a token:
+`index_text` (registered in SQLite as `seelen_words`, used by the FTS triggers) spaces out
+those characters, and `fts_query` turns a run of them into phrases of adjacent pairs, so
+"金枪鱼" matches the characters 金枪 then 枪鱼 side by side: bigram search from a unigram index.
 """
 
 from __future__ import annotations
@@ -145,6 +150,60 @@ def m005_fold_by_seq() -> str:
         """
 
 
+def m006_fts_any_language() -> str:
+    # The word index is rebuilt from the stored text through `seelen_words` (index_text), so
+    # Chinese becomes searchable, old turns included. Contentless (content=''): FTS5 never
+    # reads the original text back, so a rebuild or integrity check cannot compare it with the
+    # spaced-out form; rows are removed with the 'delete' command and the indexed values.
+    spoken = "role IN ('user', 'assistant')"
+    return f"""
+        DROP TRIGGER conversation_ai;
+        DROP TRIGGER conversation_ad;
+        DROP TRIGGER conversation_au;
+        DROP TABLE conversation_fts;
+        CREATE VIRTUAL TABLE conversation_fts USING fts5(
+            text, session_id, content='', tokenize='porter unicode61');
+        INSERT INTO conversation_fts(conversation_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
+        INSERT INTO conversation_fts(rowid, text, session_id)
+            SELECT seq, seelen_words(text), session_id FROM conversation WHERE {spoken};
+        CREATE TRIGGER conversation_ai AFTER INSERT ON conversation WHEN new.{spoken} BEGIN
+            INSERT INTO conversation_fts(rowid, text, session_id)
+            VALUES (new.seq, seelen_words(new.text), new.session_id);
+        END;
+        CREATE TRIGGER conversation_ad AFTER DELETE ON conversation WHEN old.{spoken} BEGIN
+            INSERT INTO conversation_fts(conversation_fts, rowid, text, session_id)
+            VALUES ('delete', old.seq, seelen_words(old.text), old.session_id);
+        END;
+        CREATE TRIGGER conversation_au AFTER UPDATE OF text ON conversation
+        WHEN new.{spoken} BEGIN
+            INSERT INTO conversation_fts(conversation_fts, rowid, text, session_id)
+            VALUES ('delete', old.seq, seelen_words(old.text), old.session_id);
+            INSERT INTO conversation_fts(rowid, text, session_id)
+            VALUES (new.seq, seelen_words(new.text), new.session_id);
+        END;
+        DROP TRIGGER summary_ai;
+        DROP TRIGGER summary_ad;
+        DROP TRIGGER summary_au;
+        DROP TABLE summary_fts;
+        CREATE VIRTUAL TABLE summary_fts USING fts5(
+            summary, content='', tokenize='porter unicode61');
+        INSERT INTO summary_fts(rowid, summary)
+            SELECT rowid, seelen_words(summary) FROM summary;
+        CREATE TRIGGER summary_ai AFTER INSERT ON summary BEGIN
+            INSERT INTO summary_fts(rowid, summary) VALUES (new.rowid, seelen_words(new.summary));
+        END;
+        CREATE TRIGGER summary_ad AFTER DELETE ON summary BEGIN
+            INSERT INTO summary_fts(summary_fts, rowid, summary)
+            VALUES ('delete', old.rowid, seelen_words(old.summary));
+        END;
+        CREATE TRIGGER summary_au AFTER UPDATE OF summary ON summary BEGIN
+            INSERT INTO summary_fts(summary_fts, rowid, summary)
+            VALUES ('delete', old.rowid, seelen_words(old.summary));
+            INSERT INTO summary_fts(rowid, summary) VALUES (new.rowid, seelen_words(new.summary));
+        END;
+        """
+
+
 # Each returns its SQL; it runs in one transaction together with the line recording it.
 MIGRATIONS: list[Callable[[], str]] = [
     m001_initial,
@@ -152,6 +211,7 @@ MIGRATIONS: list[Callable[[], str]] = [
     m003_archive_steps,
     m004_fts_by_session,
     m005_fold_by_seq,
+    m006_fts_any_language,
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -163,7 +223,39 @@ _STOPWORDS = frozenset(
     " now right usually really go get got like also still some any very much more most one"
     " tell know think want need said say please thanks thank well oh hi hey".split()
 )
+# Pairs of characters that ask rather than name (what, where, how, my, your, remember…):
+# in nearly every Chinese question, so they only add noise, like the English stopwords.
+_CJK_STOPWORDS = frozenset(
+    "什么 怎么 哪里 哪儿 为什么 是不是 我的 你的 我们 你们 一下 知道 记得 告诉 还记 请问".split()
+)
+# Han (with extensions and compatibility forms) and the Japanese kana: scripts whose words
+# are not separated by spaces. Hangul is left out: Korean puts spaces between words.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_RUN = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
 MAX_QUERY_WORDS = 12
+
+
+def index_text(text: str | None) -> str | None:
+    """The text as the word index sees it: each CJK character set apart as its own word."""
+    return _CJK_CHAR.sub(r" \g<0> ", text) if text else text
+
+
+def _cjk_terms(run: str) -> list[str]:
+    """A run of CJK characters as overlapping pairs (a lone character stays itself)."""
+    if len(run) == 1:
+        return [run]
+    pairs = [run[i : i + 2] for i in range(len(run) - 1)]
+    return [p for p in pairs if p not in _CJK_STOPWORDS] or pairs
+
+
+def _terms(text: str) -> list[str]:
+    """The query's terms in order: lowercased words, and CJK character pairs."""
+    terms = []
+    for word in _WORD.findall(text):
+        for run in _CJK_RUN.findall(word):
+            terms += _cjk_terms(run) if _CJK_CHAR.match(run) else [run.lower()]
+    return terms
 
 
 def phrase(text: str) -> str:
@@ -173,7 +265,8 @@ def phrase(text: str) -> str:
 
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression: the text's content words, each quoted, joined by OR."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    kept = [w for w in dict.fromkeys(words) if w not in _STOPWORDS] or list(dict.fromkeys(words))
-    # Quoting each word (quotes doubled) means no user text can be read as FTS5 syntax.
-    return " OR ".join(phrase(w) for w in kept[:MAX_QUERY_WORDS])
+    words = list(dict.fromkeys(_terms(text)))
+    kept = [w for w in words if w not in _STOPWORDS] or words
+    # Quoting each term (quotes doubled) means no user text can be read as FTS5 syntax; a
+    # CJK pair goes in spaced out, so it matches its two characters side by side.
+    return " OR ".join(phrase(index_text(w).strip()) for w in kept[:MAX_QUERY_WORDS])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from seelen.errors import StoreError
-from seelen.schema import FOLD_SEQ_FROM_COUNT, MIGRATIONS, fts_query, phrase
+from seelen.schema import FOLD_SEQ_FROM_COUNT, MIGRATIONS, fts_query, index_text, phrase
 from seelen.sqlite_faults import explain, refuse_empty_file
 
 ACTIVE, ARCHIVED = "active", "archived"
@@ -94,6 +94,8 @@ class Store:
     def _connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
         db.row_factory = sqlite3.Row
+        # The word-index triggers call it: every connection that writes text needs it.
+        db.create_function("seelen_words", 1, index_text, deterministic=True)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
@@ -311,6 +313,21 @@ class Store:
             (session_id, after_seq, upto_seq if upto_seq is not None else 2**62),
         )
         return [_turn(r) for r in rows]
+
+    def spoken_before(self, text_ids: Iterable[str]) -> dict[str, str]:
+        """The text of the spoken turn just before each given turn in its session (what a
+        short reply answers); turns that open their session are absent."""
+        ids = list(text_ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._query(
+            "SELECT c.text_id, (SELECT p.text FROM conversation p WHERE p.session_id = "
+            "c.session_id AND p.seq < c.seq AND p.role IN ('user', 'assistant') "
+            f"ORDER BY p.seq DESC LIMIT 1) FROM conversation c WHERE c.text_id IN ({marks})",
+            ids,
+        )
+        return {r[0]: r[1] for r in rows if r[1] is not None}
 
     def get_turns(self, text_ids: Iterable[str]) -> dict[str, Turn]:
         """Turns by text id (missing ids are simply absent)."""

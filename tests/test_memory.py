@@ -290,20 +290,3 @@ async def test_a_looping_model_answer_never_replaces_the_profile(env: ModelServe
     assert not {c.name: c for c in result.changes}[PROFILE].changed
     assert app.files.persona.strip() == "I am Seelen, fond of tea talk."
     await app.aclose()
-
-
-def test_a_newer_version_of_a_fact_is_ranked_above_the_older_one() -> None:
-    import numpy as np
-
-    from seelen.memory.recall import RecalledItem, newer_first
-
-    def item(text_id: str, ts: int) -> RecalledItem:
-        return RecalledItem(text_id, "s", "turn", text_id, "user", ts, ts, 0.0)
-
-    berlin, munich, cats = np.array([1.0, 0.0]), np.array([0.8, 0.6]), np.array([0.0, 1.0])
-    vectors = {"berlin": berlin, "munich": munich, "cats": cats}
-    ranked = [item("berlin", 100), item("cats", 150), item("munich", 200)]
-    assert [i.text_id for i in newer_first(ranked, vectors)] == ["munich", "berlin", "cats"]
-    # An older similar turn ranked lower stays where it is; unrelated turns never move.
-    ranked = [item("munich", 200), item("cats", 150), item("berlin", 100)]
-    assert [i.text_id for i in newer_first(ranked, vectors)] == ["munich", "cats", "berlin"]

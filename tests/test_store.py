@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from seelen.schema import fts_query
+from seelen.schema import MIGRATIONS, fts_query
 from seelen.store import ARCHIVED, Store
 
 
@@ -17,6 +17,7 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
         "m003_archive_steps",
         "m004_fts_by_session",
         "m005_fold_by_seq",
+        "m006_fts_any_language",
     ]
     store.close()
     db = sqlite3.connect(tmp_path / "chat_sessions.db")
@@ -35,7 +36,7 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
     assert {"session_id", "summary", "text_id"} <= cols["summary"]
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # Reopening applies nothing twice.
-    assert Store(tmp_path / "chat_sessions.db").applied_migrations()[-1] == "m005_fold_by_seq"
+    assert Store(tmp_path / "chat_sessions.db").applied_migrations()[-1] == MIGRATIONS[-1].__name__
 
 
 def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Path) -> None:
@@ -57,13 +58,41 @@ def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Pa
         "INSERT INTO conversation (text_id, session_id, timestamp, role, text) "
         "VALUES ('t2', 's1', 2, 'tool', 'kayak rental api output')"
     )
+    db.execute(
+        "INSERT INTO conversation (text_id, session_id, timestamp, role, text) "
+        "VALUES ('t3', 's1', 3, 'user', '我的猫叫小花，她最喜欢吃金枪鱼。')"
+    )
     db.close()
     store = Store(tmp_path / "old.db")
-    assert store.applied_migrations()[-2:] == ["m004_fts_by_session", "m005_fold_by_seq"]
+    assert store.applied_migrations()[-3:] == [
+        "m004_fts_by_session",
+        "m005_fold_by_seq",
+        "m006_fts_any_language",
+    ]
     assert [text_id for text_id, _ in store.search_turns_text("kayak", 5)] == ["t1"]
-    store.delete_texts(["t1", "t2"])  # the triggers keep the word index consistent
+    # Chinese stored before the upgrade is searchable after it; the text itself is unaltered.
+    assert [text_id for text_id, _ in store.search_turns_text("猫", 5)] == ["t3"]
+    assert store.get_turns(["t3"])["t3"].text == "我的猫叫小花，她最喜欢吃金枪鱼。"
+    store.delete_texts(["t1", "t2", "t3"])  # the triggers keep the word index consistent
     assert store.search_turns_text("kayak", 5) == []
+    assert store.search_turns_text("猫", 5) == []
     assert store.quick_check() == "ok"
+
+
+def test_chinese_is_searchable_by_words(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db")
+    sid = store.create_session().session_id
+    cat = store.add_turn(sid, "user", "我的猫叫小花，她最喜欢吃金枪鱼。")
+    store.add_turn(sid, "user", "今天天气很好，我们去公园散步了。")
+    tuna = store.add_turn(sid, "assistant", "Tuna (金枪鱼) is her favourite, noted!")
+    assert [i for i, _ in store.search_turns_text("我的猫叫什么名字？", 5)] == [cat.text_id]
+    assert {i for i, _ in store.search_turns_text("金枪鱼", 5)} == {cat.text_id, tuna.text_id}
+    assert store.search_turns_text("鱼金", 5) == []  # pairs match side by side, in order
+    store.update_turn_text(cat.text_id, "我的狗叫大黄。")
+    assert store.search_turns_text("小花", 5) == []
+    assert [i for i, _ in store.search_turns_text("大黄", 5)] == [cat.text_id]
+    summary = store.add_summary(sid, "用户的猫叫小花，喜欢金枪鱼。", 0, 1)
+    assert [i for i, _ in store.search_summaries_text("小花", 5)] == [summary.text_id]
 
 
 def test_turns_in_the_same_second_keep_their_order(tmp_path: Path) -> None:

@@ -1,0 +1,158 @@
+"""Recall's ranking after fusion, on a real Store, a real LanceDB index and the local model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seelen.clock import Clock
+from seelen.embed import LocalEmbedder
+from seelen.memory.context import estimate_tokens
+from seelen.memory.recall import ITEM_OVERHEAD_TOKENS, RRF_K, Indexer, Recall
+from seelen.store import Store
+from seelen.vectors import VectorIndex
+
+DAY_MS = 86_400_000
+T0 = 1_736_150_400_000  # 2025-01-06
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    return LocalEmbedder()  # loaded once: the model is the slow part
+
+
+@pytest.fixture
+def memory(tmp_path: Path, embedder: LocalEmbedder) -> Iterator[Memory]:
+    mem = Memory(tmp_path, embedder)
+    yield mem
+    mem.store.close()
+
+
+class FixedClock(Clock):
+    """A clock stopped at `now_ms` (UTC), so dates named in questions are stable."""
+
+    def __init__(self, now_ms: int) -> None:
+        super().__init__("UTC")
+        self.now_ms = now_ms
+
+    def now(self) -> datetime:
+        """The stopped time."""
+        return self.at(self.now_ms)
+
+
+class Memory:
+    """Archived sessions in a real Store and VectorIndex, and an empty current session."""
+
+    def __init__(self, directory: Path, embedder: LocalEmbedder) -> None:
+        self.store = Store(directory / "chat.db")
+        self.index = VectorIndex(directory / "lancedb", embedder.model_id, embedder.dim)
+        self.embedder = embedder
+        self.day = 0
+
+    def session(self, turns: Sequence[str], summary: str = "") -> list[str]:
+        """One archived session of user turns on its own day; returns the turns' text ids."""
+        self.day += 1
+        start = T0 + self.day * DAY_MS
+        sid = self.store.create_session(status="active", start_ms=start).session_id
+        added = self.store.add_turns(
+            sid, [("user", text, None, start + i * 60_000) for i, text in enumerate(turns)]
+        )
+        if summary:
+            self.store.add_summary(sid, summary, start, start + len(turns) * 60_000)
+        self.store.mark_archived(sid)
+        return [t.text_id for t in added]
+
+    def recall(self, **kwargs: int) -> tuple[Recall, str]:
+        """Index everything, then a Recall and the id of a new, empty current session."""
+        Indexer(self.store, self.index, self.embedder).index_all()
+        current = self.store.create_session(start_ms=T0 + 400 * DAY_MS).session_id
+        clock = FixedClock(T0 + 30 * DAY_MS)  # a month after the first session
+        return Recall(self.store, self.index, self.embedder, clock=clock, **kwargs), current
+
+
+def test_turns_come_in_ranked_order_with_the_score_they_were_ranked_by(memory: Memory) -> None:
+    memory.session(["We planted tomatoes in the garden", "The tomatoes need more sun"])
+    memory.session(["My garden shed leaks", "Rain again all week"])
+    recall, current = memory.recall()
+    turns = recall.search("tomatoes in my garden", current).turns
+    scores = [t.score for t in turns]
+    assert len(turns) >= 3 and scores == sorted(scores, reverse=True)
+    for t in turns:  # the shown score is exactly the fused score of the ranks listed
+        weights = {name: recall.weights.get(name, 1.0) for name in t.sources}
+        fused = sum(weights[name] / (RRF_K + rank) for name, rank in t.sources.items())
+        assert t.score == pytest.approx(fused)
+
+
+def test_recall_fills_a_token_budget_not_a_count(memory: Memory) -> None:
+    long = "The sailing trip to the islands was long. " + "Waves and wind all day. " * 60
+    ids = memory.session([long, "The sailing club meets on Fridays", "Sailing lessons are fun"])
+    recall, current = memory.recall(conv_num=10, token_budget=60)
+    turns = recall.search("sailing", current).turns
+    cost = sum(estimate_tokens(t.text) + ITEM_OVERHEAD_TOKENS for t in turns)
+    assert cost <= 60
+    # The long turn does not fit, so the shorter ones below it are recalled instead.
+    assert {t.text_id for t in turns} == set(ids[1:])
+    # Asked for more (memory search --limit), it lists them, marking what chat would show.
+    listed = recall.search("sailing", current, conv_num=3).turns
+    assert {t.text_id for t in listed} == set(ids)
+    assert {t.text_id for t in listed if t.in_prompt} == set(ids[1:])
+    recall.token_budget, recall.conv_num = 10_000, 2
+    assert len(recall.search("sailing", current).turns) == 2  # the upper bound
+
+
+def test_a_newer_similar_turn_never_pushes_a_stronger_match_down(memory: Memory) -> None:
+    (berlin,) = memory.session(["I live in Berlin, in a flat in Kreuzberg"])
+    (munich,) = memory.session(["I live in Munich now"])
+    recall, current = memory.recall()
+    ids = [t.text_id for t in recall.search("my flat in Kreuzberg, Berlin", current).turns]
+    assert ids.index(berlin) < ids.index(munich)  # the newer turn stays below; dates tell
+
+
+def test_a_matching_summary_does_not_flood_the_turns(memory: Memory) -> None:
+    memory.session(
+        [f"Cooking pasta for dinner, day {i}, with garlic and oil" for i in range(8)],
+        summary="They cooked pasta with garlic for dinner every day of the week.",
+    )
+    (answer,) = memory.session(["My pasta machine is a red Imperia with garlic stains"])
+    recall, current = memory.recall(session_num=1)
+    result = recall.search("red Imperia pasta machine garlic", current)
+    assert result.summaries and result.summaries[0].session_id != result.turns[0].session_id
+    assert result.turns[0].text_id == answer  # both rankers' first stays first
+
+
+def test_a_named_time_lifts_the_turn_of_that_day_over_equal_matches(memory: Memory) -> None:
+    ids = [memory.session([f"I made {dish} tonight"])[0] for dish in ("soup", "curry", "pie")]
+    recall, current = memory.recall()
+    day = memory.store.get_turns([ids[1]])[ids[1]].ts_ms
+    asked = datetime.fromtimestamp(day / 1000, UTC).strftime("%B %-d")
+    turns = recall.search(f"What did I make on {asked}?", current).turns
+    assert turns[0].text_id == ids[1] and turns[0].sources.get("time") == 1
+    first = recall.search("What did I make first?", current).turns
+    assert first[0].text_id == ids[0]
+
+
+def test_the_multilingual_embedder_finds_meaning_across_languages() -> None:
+    from seelen.embed import E5Embedder, LocalEmbedder, embed_query
+
+    e5 = E5Embedder()
+    assert e5.model_id != LocalEmbedder().model_id  # switching models re-indexes everything
+    texts = e5.embed(["我的猫叫小花，她最喜欢吃金枪鱼。", "今天天气很好，我们去公园散步了。"])
+    assert texts.shape == (2, e5.dim) and np.allclose(np.linalg.norm(texts, axis=1), 1.0)
+    for question in ("我的猫叫什么名字？", "What is my cat called?"):
+        scores = texts @ embed_query(e5, question)
+        assert scores[0] > scores[1]
+
+
+def test_a_short_reply_is_found_through_the_turn_it_answers(memory: Memory) -> None:
+    (brother,) = memory.session(["My brother moved to Berlin for work"])
+    _, reply = memory.session(["Where did your sister move after university?", "Porto, in May."])
+    memory.session(["Is the new flat nice?", "Yes, really nice!"])
+    recall, current = memory.recall()
+    turns = recall.search("where did my sister move?", current, mode="vector").turns
+    ids = [t.text_id for t in turns]
+    assert ids.index(reply) < ids.index(brother)  # its question makes the reply about a sister
+    assert memory.store.get_turns([reply])[reply].text == "Porto, in May."  # stored as said
