@@ -12,7 +12,8 @@ import pytest
 from seelen.clock import Clock
 from seelen.embed import LocalEmbedder
 from seelen.memory.context import estimate_tokens
-from seelen.memory.recall import ITEM_OVERHEAD_TOKENS, RRF_K, Indexer, Recall
+from seelen.memory.indexer import Indexer
+from seelen.memory.recall import ITEM_OVERHEAD_TOKENS, RRF_K, Recall
 from seelen.store import Store
 from seelen.vectors import VectorIndex
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from seelen.clock import Clock
 from seelen.memory.context import SHARES, _fit_items
-from seelen.memory.recall import Recall, RecalledItem, RecallResult
+from seelen.memory.recall import Recall, RecalledItem
 from seelen.prompts import DatedText
 
 
@@ -28,9 +28,11 @@ class Ranking:
         """The ranking for `query` as one JSON-ready object (`limit` turns, default chat's)."""
         if not query.strip():
             return {"query": query, "mode": mode, "ms": 0.0, "summaries": [], "turns": []}
-        listed = self.recall.search(query, None, mode, conv_num=limit)
-        chat = listed if limit is None and mode == "hybrid" else self.recall.search(query, None)
-        shown = prompt_ids(chat, self.context_tokens)
+        listed = self.recall.search(query, None, mode, conv_num=limit or self.recall.conv_num)
+        chat = listed if mode == "hybrid" else self.recall.search(query, None)
+        # Turns: recall marks those within chat's budget; summaries: the prompt's share.
+        shown = {t.text_id for t in chat.turns if t.in_prompt}
+        shown |= prompt_ids(chat.summaries, self.context_tokens)
         return {
             "query": query,
             "mode": mode,
@@ -59,16 +61,10 @@ class Ranking:
         }
 
 
-def prompt_ids(result: RecallResult, context_tokens: int) -> set[str]:
-    """Ids of the recalled items that chat's prompt keeps within its token budget."""
-    kept = set()
-    for items, share in (
-        (result.summaries, SHARES["related_sessions"]),
-        (result.turns, SHARES["related_turns"]),
-    ):
-        fitted = _fit_items(_dated(items), int(context_tokens * share))
-        kept |= {d.when for d in fitted}  # `when` carries the id here, see _dated
-    return kept
+def prompt_ids(summaries: Sequence[RecalledItem], context_tokens: int) -> set[str]:
+    """Ids of the recalled summaries that chat's prompt keeps within their token share."""
+    fitted = _fit_items(_dated(summaries), int(context_tokens * SHARES["related_sessions"]))
+    return {d.when for d in fitted}  # `when` carries the id here, see _dated
 
 
 def _dated(items: Sequence[RecalledItem]) -> list[DatedText]:
