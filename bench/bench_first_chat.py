@@ -1,7 +1,8 @@
 """A new user's first chat with the bundled SmolLM2 model: ten turns, then /save.
 
 Usage: python bench/bench_first_chat.py [--sampling seelen|none] [--temperature T]
-       [--repeat-penalty R] [--top-p P] [--max-tokens N] [--full-prompt] [--runs 1]
+       [--repeat-penalty R] [--top-p P] [--max-tokens N] [--full-prompt] [--full-rules]
+       [--runs 1]
 
 The conversation tells the model five facts and asks them back. Per run it prints each
 reply's length in tokens, whether it loops (a word 4-gram repeated more than 3 times), the
@@ -113,6 +114,10 @@ async def run_once(args: argparse.Namespace) -> Run:
         app.model.max_tokens = args.max_tokens
     if args.full_prompt:
         app.bot.context_tokens = 8000  # the full rules, as an endpoint gets them
+    if args.full_rules:
+        import seelen.memory.context as context
+
+        context.COMPACT_BUDGET = 0  # the full rules within the local prompt budget
     print(f"  prompt budget: {app.bot.context_tokens} tokens")
     print(f"  sampling: {app.model.sampling}, reply cap: {app.model.max_tokens or 'none'}")
     run = Run()
@@ -160,7 +165,8 @@ def main() -> None:
     parser.add_argument("--repeat-penalty", type=float)
     parser.add_argument("--top-p", type=float)
     parser.add_argument("--max-tokens", type=int)
-    parser.add_argument("--full-prompt", action="store_true", help="not the compact prompt")
+    parser.add_argument("--full-prompt", action="store_true", help="8,000-token budget, full rules")
+    parser.add_argument("--full-rules", action="store_true", help="full rules, local budget")
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
     for key in [k for k in os.environ if k.startswith(("OPENAI_", "LLM_", "CHAT_", "TOOL_"))]:

@@ -41,20 +41,12 @@ INSTALL_HINT = "pip install 'seelen[local]'"
 _GGUF_MAGIC = b"GGUF"
 # "0.00.009.346 E gguf_init_from_reader: invalid magic characters ..."
 _LLAMA_LOG_LINE = re.compile(r"^\d[\d.]* (?P<level>[DIWE]) (?P<text>.*)$")
-# Sampling for small local models, as llama.cpp's server takes it. The bundled SmolLM2-135M
-# looped ("Eet eet eet!", 512 tokens) with llama.cpp's defaults (temperature 0.8, no repeat
-# penalty); these values come from bench/bench_first_chat.py runs on it (README has the
-# table): a low temperature keeps it on topic, top_p trims the unlikely tail, and a mild
-# repeat penalty over the last 128 tokens breaks loops without penalising the names it must
-# repeat from the prompt. TEMPERATURE overrides the temperature.
-LOCAL_SAMPLING: dict[str, float | int] = {
-    "temperature": 0.3,
-    "top_p": 0.9,
-    "repeat_penalty": 1.15,
-    "repeat_last_n": 128,
-}
-# Reply cap for the local provider unless MAX_REPLY_TOKENS is set: the first-chat target is
-# 300 tokens at most, and a small model's long replies are where it starts looping.
+# Small-model sampling (llama.cpp fields): with llama.cpp's defaults the bundled SmolLM2
+# looped in 6 of 10 replies; bench/bench_first_chat.py measured these (README): a low
+# temperature stays on topic, top_p trims the tail, a mild repeat penalty over 128 tokens
+# breaks loops yet lets names from the prompt repeat. TEMPERATURE overrides the temperature.
+LOCAL_SAMPLING = {"temperature": 0.3, "top_p": 0.9, "repeat_penalty": 1.15, "repeat_last_n": 128}
+# The local reply cap unless MAX_REPLY_TOKENS is set: the first-chat target is ≤ 300 tokens.
 LOCAL_REPLY_TOKENS = 256
 _QUIET = 1  # llama.cpp verbosity: errors only
 _INFO = 3  # llama.cpp verbosity: load and per-request information
