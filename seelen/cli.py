@@ -58,7 +58,9 @@ async def _with_app(
     if role is None or ephemeral:
         runtime = await Runtime.open_observer(settings, on_line=line, ephemeral=ephemeral)
     else:
-        runtime = await Runtime.open(settings, role=role, on_line=line)
+        # A one-shot ask indexes after its answer (oneshot.py): embedding now would compete
+        # with the answer for the same cores, right when the user waits.
+        runtime = await Runtime.open(settings, role=role, on_line=line, start_indexer=role != "ask")
     try:
         return await body(runtime.app)
     finally:

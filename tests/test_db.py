@@ -19,6 +19,7 @@ from seelen import maintenance
 from seelen.app import App, build_app
 from seelen.cli import app as cli
 from seelen.config import load_settings
+from seelen.schema import index_text
 from seelen.vectors import VectorRow
 
 WORDS = "tea harbour violin lisbon cactus kayak ramen comet lantern pebble".split()
@@ -56,6 +57,7 @@ def test_check_finds_drift_and_repair_fixes_it_without_losing_a_word(memory: App
     memory.recall.index.delete("turns", text_ids=turn_ids[:3])
     memory.recall.index.add("turns", [VectorRow("ghost", "s", 0, np.ones(384))])
     db = sqlite3.connect(memory.settings.profile_dir / "chat_sessions.db")
+    db.create_function("seelen_words", 1, index_text)  # what the word-index triggers call
     db.execute(
         "INSERT INTO conversation (text_id, session_id, timestamp, role, text) "
         "VALUES ('lost', 'gone-session', 5, 'user', 'words of a lost session')"
