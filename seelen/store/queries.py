@@ -1,0 +1,198 @@
+"""The store's read queries: full-text search (BM25) and the vector index's bookkeeping.
+
+Mixed into `Store`, whose connection, lock and `_query`/`_tx` they use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from seelen.schema import FOLD_SEQ_FROM_COUNT, fts_query, phrase
+from seelen.store.records import (
+    INDEXABLE_TURN,
+    Session,
+    Summary,
+    Turn,
+    insert_session,
+    insert_summary,
+    insert_turn,
+    like_prefix,
+    summary_row,
+    turn_row,
+)
+
+
+class Lookups:
+    """Small read queries about what is stored."""
+
+    _query: Callable[..., list[Any]]
+
+    def has_history(self, exclude_session: str | None = None) -> bool:
+        """True when anything outside `exclude_session` could be recalled."""
+        rows = self._query(
+            "SELECT EXISTS (SELECT 1 FROM summary WHERE session_id IS NOT ?) OR EXISTS "
+            "(SELECT 1 FROM conversation WHERE session_id IS NOT ? "
+            "AND role IN ('user', 'assistant'))",
+            (exclude_session, exclude_session),
+        )
+        return bool(rows[0][0])
+
+    def find_text_ids(self, prefix: str) -> list[str]:
+        """Turn and summary ids that start with `prefix`."""
+        pattern = like_prefix(prefix)
+        rows = self._query(
+            "SELECT text_id FROM conversation WHERE text_id LIKE ? ESCAPE '\\' UNION ALL "
+            "SELECT text_id FROM summary WHERE text_id LIKE ? ESCAPE '\\'",
+            (pattern, pattern),
+        )
+        return [r[0] for r in rows]
+
+    def count_turns(self) -> int:
+        """How many turns are stored in all sessions."""
+        return self._query("SELECT count(*) FROM conversation")[0][0]
+
+
+class TextSearch:
+    """BM25 over turns and summaries (SQLite FTS5)."""
+
+    _query: Callable[..., list[Any]]
+
+    def search_turns_text(
+        self,
+        query: str,
+        limit: int,
+        *,
+        exclude_session: str | None = None,
+        only_sessions: Sequence[str] | None = None,
+    ) -> list[tuple[str, float]]:
+        """(text_id, score) of spoken turns by BM25, best first; higher score = better."""
+        words = fts_query(query)
+        if not words or limit <= 0 or only_sessions == []:
+            return []
+        match = f"(text : ({words}))"
+        if only_sessions:
+            match += f" AND (session_id : ({' OR '.join(phrase(s) for s in only_sessions)}))"
+        if exclude_session is not None:
+            match += f" NOT (session_id : {phrase(exclude_session)})"
+        rows = self._query(
+            "SELECT c.text_id, -f.rank, c.session_id FROM (SELECT rowid, rank FROM "
+            "conversation_fts WHERE conversation_fts MATCH ? ORDER BY rank LIMIT ?) f "
+            "JOIN conversation c ON c.seq = f.rowid ORDER BY f.rank",
+            (match, limit),
+        )
+        # Phrase matching on ids is exact for our hex ids; the check keeps odd ids exact too.
+        return [
+            (r[0], r[1])
+            for r in rows
+            if r[2] != exclude_session and (not only_sessions or r[2] in only_sessions)
+        ]
+
+    def search_summaries_text(
+        self, query: str, limit: int, *, exclude_session: str | None = None
+    ) -> list[tuple[str, float]]:
+        """(text_id, score) of session summaries by BM25, best first; higher score = better."""
+        match = fts_query(query)
+        if not match or limit <= 0:
+            return []
+        sql = (
+            "SELECT c.text_id, -bm25(summary_fts) AS score FROM summary_fts JOIN summary c "
+            "ON c.rowid = summary_fts.rowid WHERE summary_fts MATCH ?"
+        )
+        params: list[Any] = [match]
+        if exclude_session is not None:
+            sql += " AND c.session_id != ?"
+            params.append(exclude_session)
+        rows = self._query(sql + " ORDER BY score DESC LIMIT ?", [*params, limit])
+        return [(r[0], r[1]) for r in rows]
+
+
+class IndexBookkeeping:
+    """Which texts are in the vector index, and which wait for it."""
+
+    _query: Callable[..., list[Any]]
+    _tx: Callable[..., Any]
+
+    def unindexed(self, limit: int = 256) -> tuple[list[Turn], list[Summary]]:
+        """Texts not yet in the vector index (new, or left behind by a crash)."""
+        turns = self._query(
+            "SELECT * FROM conversation WHERE indexed = 0 ORDER BY seq LIMIT ?", (limit,)
+        )
+        sums = self._query("SELECT * FROM summary WHERE indexed = 0 LIMIT ?", (limit,))
+        return [turn_row(r) for r in turns], [summary_row(r) for r in sums]
+
+    def count_unindexed(self) -> int:
+        """How many texts wait for the vector index."""
+        rows = self._query(
+            "SELECT (SELECT count(*) FROM conversation WHERE indexed = 0) + "
+            "(SELECT count(*) FROM summary WHERE indexed = 0)"
+        )
+        return rows[0][0]
+
+    def mark_indexed(self, text_ids: Iterable[str], indexed: bool = True) -> None:
+        """Record that these texts are (or are no longer) in the vector index."""
+        ids = list(text_ids)
+        with self._tx() as db:
+            # In chunks: SQLite limits the number of parameters in one statement.
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for table in ("conversation", "summary"):
+                    db.execute(
+                        f"UPDATE {table} SET indexed = ? WHERE text_id IN ({marks})",
+                        [int(indexed), *chunk],
+                    )
+
+    def mark_all_unindexed(self) -> None:
+        """Queue every spoken turn and summary for (re-)indexing, e.g. after a model change."""
+        with self._tx() as db:
+            db.execute(f"UPDATE conversation SET indexed = 0 WHERE {INDEXABLE_TURN}")
+            db.execute("UPDATE summary SET indexed = 0")
+
+    def index_flags(self, kind: str) -> dict[str, bool]:
+        """text_id → marked as in the vector index, for every text of `kind` ("turns" or
+        "summaries") that belongs there; compared with the index to find drift."""
+        if kind == "turns":
+            sql = f"SELECT text_id, indexed FROM conversation WHERE {INDEXABLE_TURN}"
+        else:
+            sql = "SELECT text_id, indexed FROM summary"
+        return {r[0]: bool(r[1]) for r in self._query(sql)}
+
+    def indexable(self, kind: str, after: int, limit: int) -> tuple[int, list[Turn | Summary]]:
+        """The next `limit` texts of `kind` that belong in the vector index, after the
+        position `after` (0 at first); returns the position to continue from."""
+        if kind == "turns":
+            sql = f"SELECT seq AS pos, * FROM conversation WHERE {INDEXABLE_TURN} AND seq > ?"
+            make: Any = turn_row
+        else:
+            sql = "SELECT rowid AS pos, * FROM summary WHERE rowid > ?"
+            make = summary_row
+        rows = self._query(sql + " ORDER BY pos LIMIT ?", (after, limit))
+        return (rows[-1]["pos"] if rows else after), [make(r) for r in rows]
+
+
+class Imports:
+    """Rows taken in whole from an export (`seelen import`)."""
+
+    _tx: Callable[..., Any]
+
+    def import_records(
+        self, sessions: Sequence[Session], turns: Sequence[Turn], summaries: Sequence[Summary]
+    ) -> tuple[int, int, int]:
+        """Insert sessions, turns and summaries with their own ids and times, in one
+        transaction; rows whose id is already stored are left as they are (so importing twice
+        adds nothing). Returns how many sessions, turns and summaries were new."""
+        with self._tx() as db:
+            new = (
+                sum(insert_session(db, s) for s in sessions),
+                sum(insert_turn(db, t) for t in turns),
+                sum(insert_summary(db, m) for m in summaries),
+            )
+            for sid in {s.session_id for s in sessions}:
+                db.execute(
+                    "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
+                    "WHERE session_id = ?1) WHERE session_id = ?1",
+                    (sid,),
+                )
+            db.execute(FOLD_SEQ_FROM_COUNT)  # an export carries the count; the seq is ours
+        return new

@@ -1,0 +1,148 @@
+"""The store's records (sessions, turns, summaries), their rows, and small SQL helpers."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+ACTIVE, ARCHIVED = "active", "archived"
+# An `ask --ephemeral` session: never restored, deleted when its one exchange is done.
+EPHEMERAL = "ephemeral"
+# Roles whose text is conversation (indexed, recalled); tool traffic is kept but not recalled.
+SPOKEN_ROLES = ("user", "assistant")
+
+# The turns that belong in the vector index: spoken words, not tool traffic.
+INDEXABLE_TURN = "role IN ('user', 'assistant') AND json_extract(meta, '$.tool_calls') IS NULL"
+
+
+def now_ms() -> int:
+    """The current time in integer milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+def new_id() -> str:
+    """A fresh random id for sessions and texts."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    start_ms: int
+    end_ms: int | None
+    status: str
+    conv_count: int
+    rolling_summary: str = ""
+    folded_count: int = 0
+    folded_upto_seq: int = 0  # the rolling summary covers this session's turns up to this seq
+
+
+@dataclass(frozen=True)
+class Turn:
+    text_id: str
+    session_id: str
+    ts_ms: int
+    role: str
+    text: str
+    seq: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Summary:
+    text_id: str
+    session_id: str
+    text: str
+    start_ms: int
+    end_ms: int
+
+
+# Shorter texts ("yes", "I'm fine") would match unrelated summaries by chance.
+MIN_QUOTE_CHARS = 24
+FORGOTTEN = "[forgotten]"
+
+
+def scrub_quotes(db: sqlite3.Connection, texts: Iterable[str]) -> None:
+    """Replace verbatim copies of forgotten texts in summaries; changed summaries are queued
+    for re-embedding (their vector is replaced by text id). Paraphrases cannot be found."""
+    for text in {t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE_CHARS}:
+        db.execute(
+            "UPDATE summary SET summary = replace(summary, ?1, ?2), indexed = 0 "
+            "WHERE instr(summary, ?1) > 0",
+            (text, FORGOTTEN),
+        )
+        db.execute(
+            "UPDATE session SET rolling_summary = replace(rolling_summary, ?1, ?2) "
+            "WHERE instr(rolling_summary, ?1) > 0",
+            (text, FORGOTTEN),
+        )
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching `prefix` literally at the start (escape character: \\)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def session_row(r: sqlite3.Row) -> Session:
+    return Session(
+        r["session_id"],
+        r["start_timestamp"],
+        r["end_timestamp"],
+        r["status"],
+        r["current_conv_count"],
+        r["rolling_summary"],
+        r["folded_count"],
+        r["folded_upto_seq"],
+    )
+
+
+def turn_row(r: sqlite3.Row) -> Turn:
+    return Turn(
+        r["text_id"],
+        r["session_id"],
+        r["timestamp"],
+        r["role"],
+        r["text"],
+        r["seq"],
+        json.loads(r["meta"] or "{}"),
+    )
+
+
+def summary_row(r: sqlite3.Row) -> Summary:
+    return Summary(
+        r["text_id"], r["session_id"], r["summary"], r["start_timestamp"], r["end_timestamp"]
+    )
+
+
+def insert_session(db: sqlite3.Connection, s: Session) -> int:
+    row = (s.session_id, s.start_ms, s.end_ms, s.status, s.rolling_summary, s.folded_count)
+    return db.execute(
+        "INSERT OR IGNORE INTO session (session_id, start_timestamp, end_timestamp, status, "
+        "rolling_summary, folded_count) VALUES (?, ?, ?, ?, ?, ?)",
+        row,
+    ).rowcount
+
+
+def insert_turn(db: sqlite3.Connection, t: Turn) -> int:
+    spoken = t.role in SPOKEN_ROLES and not t.meta.get("tool_calls")
+    row = (t.text_id, t.session_id, t.ts_ms, t.role, t.text, json.dumps(t.meta), int(not spoken))
+    return db.execute(
+        "INSERT OR IGNORE INTO conversation (text_id, session_id, timestamp, role, text, meta, "
+        "indexed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        row,
+    ).rowcount
+
+
+def insert_summary(db: sqlite3.Connection, m: Summary) -> int:
+    # One final summary per session, as `add_summary` keeps it: a stored one wins.
+    return db.execute(
+        "INSERT INTO summary (text_id, session_id, summary, start_timestamp, end_timestamp) "
+        "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM summary WHERE text_id = ? "
+        "OR session_id = ?)",
+        (m.text_id, m.session_id, m.text, m.start_ms, m.end_ms, m.text_id, m.session_id),
+    ).rowcount
