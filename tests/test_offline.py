@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from seelen.agent import Done, TextDelta, TurnUsage
-from seelen.app import Provider, build_app, chat_sampling, choose_provider, reply_cap
+from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.errors import ConfigError
 from seelen.local_model import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
 from seelen.memory.context import build_messages
+from seelen.provider import Provider, chat_sampling, choose_provider, reply_cap
 
 
 async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.MonkeyPatch) -> None:
