@@ -144,12 +144,22 @@ def stop_owner(settings: Settings) -> bool:
     pid = int(status[-1]["pid"])
     deadline = time.monotonic() + STOP_SECONDS
     while time.monotonic() < deadline:  # gone means the profile's lock is free again
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if _gone(pid):
             return True
         time.sleep(POLL_SECONDS)
     return True
+
+
+def _gone(pid: int) -> bool:
+    """True once process `pid` has ended (a zombie waiting for its parent has ended too)."""
+    try:
+        os.kill(pid, 0)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (ProcessLookupError, FileNotFoundError):
+        return True
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def owner_status(settings: Settings) -> dict[str, Any] | None:

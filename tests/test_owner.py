@@ -18,7 +18,8 @@ from helpers import open_store, run_seelen
 from model_server import ModelServer, Reply
 
 import seelen
-from seelen.client import owner_status, stop_owner
+from seelen import wire
+from seelen.client import owner_status, request
 from seelen.config import load_settings
 
 
@@ -34,8 +35,9 @@ def owner_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mod
     monkeypatch.setenv("SEELEN_OWNER", "true")
     yield env
     settings = load_settings()
-    if owner_status(settings) is not None:
-        stop_owner(settings)  # returns once it stopped listening; it then exits on its own
+    # Ask it to stop, without waiting: it finishes on its own, and the next test has its own
+    # data dir (and so its own owner).
+    request(wire.socket_path(settings), {"op": "stop"})
 
 
 def _alive(pid: int) -> bool:
