@@ -150,12 +150,22 @@ class ChatBot:
         self.knowledge = knowledge
         self.last_passages: Sequence[Passage] = ()
 
-    async def turn(self, text: str, *, ephemeral: bool = False) -> AsyncIterator[Event]:
-        """Save the user's words, then answer them; an ephemeral turn writes nothing."""
+    async def turn(
+        self, text: str, *, ephemeral: bool = False, unsaved: list[Turn] | None = None
+    ) -> AsyncIterator[Event]:
+        """Save the user's words, then answer them. An ephemeral turn writes nothing; its
+        turns are appended to `unsaved` (an incognito conversation) when one is given, and the
+        earlier ones there are part of its context."""
         if ephemeral:
             log = _TurnLog(self.sessions, keep=False)
             question = log.add("user", text)
-            context = await asyncio.to_thread(self.sessions.live_turns)
+            live = await asyncio.to_thread(self.sessions.live_turns)
+            context = [*live, *(unsaved or ())]
+            async for event in self._respond(question, log, context):
+                yield event
+            if unsaved is not None:
+                unsaved.extend(log.turns)
+            return
         else:
             # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now
             # would compete with recall for the same two cores, right when the user waits.

@@ -58,6 +58,8 @@ class Repl:
         # Held while a line is handled; questions from other terminals (served by this chat
         # through its socket) wait for it, so they never interleave with a reply.
         self.turn_lock = asyncio.Lock()
+        # While /incognito is on: the exchanges so far, kept in memory only.
+        self.incognito: list[Any] | None = None
 
     # --- entry points --------------------------------------------------------------------
 
@@ -169,7 +171,11 @@ class Repl:
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
         try:
-            await self.stream(self.app.bot.turn(text))
+            if self.incognito is not None:  # nothing of it is stored, not even a session
+                events = self.app.bot.turn(text, ephemeral=True, unsaved=self.incognito)
+            else:
+                events = self.app.bot.turn(text)
+            await self.stream(events)
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
             self.console.print(f"[red]error:[/red] {shown(str(exc))}")
         return True

@@ -185,3 +185,20 @@ async def _knowledge(repl: Repl, arg: str) -> bool:
         )
         repl.console.print(Text("         " + short(passage.text, 200), style="dim"))
     return True
+
+
+@command("/incognito", "/i", help="talk without keeping anything; /incognito again to stop")
+async def _incognito(repl: Repl, arg: str) -> bool:
+    if repl.incognito is None:
+        repl.incognito = []
+        repl.console.print(
+            Text(
+                "Incognito: nothing you say now is saved or remembered. /incognito to stop.",
+                "yellow",
+            )
+        )
+    else:
+        n = len([t for t in repl.incognito if t.role == "user"])
+        repl.incognito = None
+        repl.console.print(Text(f"Incognito off: {n} messages forgotten.", "yellow"))
+    return True

@@ -183,3 +183,26 @@ async def test_help_lists_every_command_and_completion_offers_them(env: ModelSer
     assert "/save" in completions and "/saveandexit" in completions
     assert list(SlashCompleter().get_completions(Document("hello /sa"), None)) == []
     await repl.app.aclose()
+
+
+async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelServer) -> None:
+    env.responder = lambda body: Reply(
+        text=" | ".join(m["content"] for m in body["messages"] if m["role"] == "user")
+    )
+    repl, out = make_repl(None)
+    await repl.start()
+    await repl.handle("kept before")
+    await repl.handle("/incognito")
+    await repl.handle("secret one")
+    await repl.handle("secret two")
+    await repl.handle("/incognito")
+    await repl.handle("kept after")
+    # Inside incognito the earlier secret is context; after it, nothing of it remains.
+    assert "kept before | secret one | secret two" in out.getvalue()
+    assert env.last_messages()[-1]["content"] == "kept after"
+    assert not any("secret" in str(m) for m in env.last_messages())
+    store = repl.app.store
+    texts = [t.text for s in store.list_sessions(-1) for t in store.turns(s.session_id)]
+    assert texts == ["kept before", "kept before", "kept after", "kept before | kept after"]
+    assert len(store.list_sessions(-1)) == 1
+    await repl.app.aclose()
