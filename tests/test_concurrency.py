@@ -25,7 +25,7 @@ from seelen.vectors import VectorIndex
 def _respond(body: dict) -> Reply:
     system = body["messages"][0]["content"] if body["messages"] else ""
     if "finished conversation" in system:
-        return Reply(text="They asked many questions.", delay=1.5)  # a slow summary
+        return Reply(text="They asked many questions.", delay=1.0)  # a slow summary
     if "profile of the user" in system or "self-image" in system:
         return Reply(text="unchanged")
     users = [m for m in body["messages"] if m["role"] == "user"]
@@ -58,7 +58,7 @@ def _check_memory(data_dir: Path, questions: list[str]) -> None:
 
 def test_parallel_asks_each_answer_their_own_question(env: ModelServer, data_dir: Path) -> None:
     env.responder = _respond
-    questions = [f"parallel question {i}" for i in range(4)]
+    questions = [f"parallel question {i}" for i in range(3)]
     results = _parallel([["ask", q] for q in questions])
     for question, result in zip(questions, results, strict=True):
         assert result.returncode == 0, result.stderr

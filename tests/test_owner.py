@@ -146,9 +146,9 @@ def test_an_owner_with_other_settings_is_replaced(owner_env: ModelServer) -> Non
 
 
 def test_the_idle_timeout_ends_the_owner(owner_env: ModelServer) -> None:
-    result = run_seelen("ask", "quick one", env={"SEELEN_IDLE_MINUTES": "0.02"})
+    result = run_seelen("ask", "quick one", env={"SEELEN_IDLE_MINUTES": "0.01"})
     assert result.returncode == 0, result.stderr
-    status = owner_status(load_settings({"SEELEN_IDLE_MINUTES": "0.02"}))
+    status = owner_status(load_settings({"SEELEN_IDLE_MINUTES": "0.01"}))
     assert status is not None
     assert _wait_gone(status["pid"], seconds=20)
     assert not (Path(os.environ["SEELEN_DATA_DIR"]) / "default" / "owner.sock").exists()
