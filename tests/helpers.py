@@ -55,3 +55,24 @@ class HashEmbedder:
             for word in text.lower().split():
                 out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def alive(pid: int) -> bool:
+    """True while process `pid` exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pid: int, seconds: float = 15) -> bool:
+    """Wait until process `pid` has ended; False if it is still there after `seconds`."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import alive, wait_gone
 
 from seelen.agent import Done, TextDelta, TurnUsage
 from seelen.app import build_app
@@ -20,7 +21,7 @@ async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.Monke
     assert choose_provider(settings).kind == "local"  # no endpoint configured
     app = build_app(settings)
     pid = app.provider.server.pid
-    assert pid is not None and _alive(pid)  # the llama.cpp child runs while Seelen does
+    assert pid is not None and alive(pid)  # the llama.cpp child runs while Seelen does
     try:
         await app.open_session()
         assert app.provider.base_url.startswith("http://127.0.0.1:")
@@ -40,28 +41,7 @@ async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.Monke
         assert app.store.session_summary(sid).text == result.summary
     finally:
         await app.aclose()
-    assert _gone(pid)  # and is gone once Seelen closes
-
-
-def _gone(pid: int, seconds: float = 10) -> bool:
-    import time
-
-    deadline = time.monotonic() + seconds
-    while _alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    assert wait_gone(pid, 10)  # and is gone once Seelen closes
 
 
 def test_without_endpoint_or_local_model_the_message_names_both_ways(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import open_store, run_seelen
+from helpers import open_store, run_seelen, wait_gone
 from model_server import ModelServer, Reply
 
 import seelen
@@ -38,23 +38,6 @@ def owner_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mod
     # Ask it to stop, without waiting: it finishes on its own, and the next test has its own
     # data dir (and so its own owner).
     request(wire.socket_path(settings), {"op": "stop"})
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _wait_gone(pid: int, seconds: float = 15) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _status() -> dict:
@@ -84,7 +67,7 @@ def test_a_client_starts_an_owner_and_a_second_reuses_it(
     shown = run_seelen("server", "status")
     assert shown.returncode == 0 and f"running: pid {pid}" in shown.stdout
     assert run_seelen("server", "stop").stdout.strip() == "stopped"
-    assert _wait_gone(pid)
+    assert wait_gone(pid)
 
 
 def test_a_killed_owner_is_replaced_and_no_turn_is_lost(
@@ -93,7 +76,7 @@ def test_a_killed_owner_is_replaced_and_no_turn_is_lost(
     assert run_seelen("ask", "before the kill").returncode == 0
     pid = _status()["pid"]
     os.kill(pid, signal.SIGKILL)
-    assert _wait_gone(pid)
+    assert wait_gone(pid)
     after = run_seelen("ask", "after the kill")  # the socket file is stale now
     assert after.returncode == 0, after.stderr
     assert after.stdout == "answer to after the kill\n"
@@ -141,7 +124,7 @@ def test_an_owner_with_other_settings_is_replaced(owner_env: ModelServer) -> Non
     pid = _status()["pid"]
     result = run_seelen("ask", "two", env={"MAX_TOOL_ROUNDS": "2"})
     assert result.stdout == "answer to two\n"
-    assert _wait_gone(pid)
+    assert wait_gone(pid)
     assert _status()["pid"] != pid
 
 
@@ -150,7 +133,7 @@ def test_the_idle_timeout_ends_the_owner(owner_env: ModelServer) -> None:
     assert result.returncode == 0, result.stderr
     status = owner_status(load_settings({"SEELEN_IDLE_MINUTES": "0.01"}))
     assert status is not None
-    assert _wait_gone(status["pid"], seconds=20)
+    assert wait_gone(status["pid"], seconds=20)
     assert not (Path(os.environ["SEELEN_DATA_DIR"]) / "default" / "owner.sock").exists()
 
 
