@@ -20,10 +20,25 @@ class AnswerPrinter:
         # In a pipe the words are streamed as they come; a terminal gets Markdown at the end.
         self.stream = not as_json and not sys.stdout.isatty()
         self.streamed = False
+        # In a terminal, stderr says Seelen is working until the first word (or the end).
+        self._thinking = not as_json and sys.stderr.isatty()
+
+    def begin(self) -> None:
+        """Show that the question is on its way (on stderr, in a terminal only)."""
+        if self._thinking:
+            sys.stderr.write("thinking…")
+            sys.stderr.flush()
+
+    def _done_thinking(self) -> None:
+        if self._thinking:
+            sys.stderr.write("\r\x1b[K")  # erase the line: the answer takes its place
+            sys.stderr.flush()
+            self._thinking = False
 
     def on_message(self, message: dict[str, Any]) -> None:
         """One message before the final one: a piece of the reply or a notice."""
         kind = message.get("type")
+        self._done_thinking()
         if kind == "delta" and self.stream:
             sys.stdout.write(message.get("text", ""))
             sys.stdout.flush()
@@ -35,6 +50,7 @@ class AnswerPrinter:
 
     def finish(self, final: dict[str, Any]) -> int:
         """Print the end of the answer (or the failure); returns the exit code."""
+        self._done_thinking()
         if final.get("type") != "done":
             print(f"seelen: {final.get('message', 'no answer')}", file=sys.stderr)
             if not self.ephemeral:

@@ -129,6 +129,7 @@ def ask(
         raise SeelenError("ask: give a question as an argument or on standard input")
     settings = settings_from(profile, model, data_dir)
     printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
+    printer.begin()
     final = ask_owner(settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message)
     if final is not None:
         raise typer.Exit(printer.finish(final))

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
@@ -92,7 +93,8 @@ def progress_bar(console: Console) -> Progress:
 
 
 def render_hits(console: Console, app: App, result: RecallResult) -> None:
-    """A ranked table of recalled summaries and turns with score, date and session."""
+    """A table of recalled turns in the order they were ranked (with the score they were
+    ranked by), then the matching sessions' summaries, each with date and session."""
     if not result.summaries and not result.turns:
         console.print("[dim]Nothing found.[/dim]")
         return
@@ -112,7 +114,7 @@ def render_hits(console: Console, app: App, result: RecallResult) -> None:
             ratio=6 if col == "text" else None,
             no_wrap=col != "text",
         )
-    for rank, item in enumerate([*result.summaries, *result.turns], start=1):
+    for rank, item in enumerate([*result.turns, *result.summaries], start=1):
         when = app.clock.fmt(item.start_ms)
         label = "summary" if item.kind == "summary" else item.role
         table.add_row(
@@ -233,14 +235,20 @@ class EventPrinter:
             self._flush(text, live)
 
     def _live(self) -> Live | None:
+        """In a terminal: a live region that says Seelen is thinking until words arrive."""
         if not self.console.is_terminal:
             return None
-        live = Live(console=self.console, refresh_per_second=12, vertical_overflow="visible")
+        thinking = Spinner("dots", Text("thinking…", style="dim"), style="dim")
+        live = Live(
+            thinking, console=self.console, refresh_per_second=12, vertical_overflow="visible"
+        )
         live.start()
         return live
 
     def _flush(self, text: str, live: Live | None) -> str:
         if live is not None:
+            if not text:  # no words came (a tool call, an error): the spinner just goes
+                live.update(Text(""))
             live.stop()
         elif text and not text.endswith("\n"):
             self.console.file.write("\n")

@@ -114,3 +114,28 @@ def test_stored_text_is_shown_as_data_not_markup_or_terminal_commands(
         assert "[/x]" in out and "[bold]loud[/bold]" in out
         assert "\x1b" not in result.stdout and "\x07" not in result.stdout
         assert "␛]0;pwned␇" in out
+
+
+def test_search_lists_turns_in_ranked_order_before_summaries(env: ModelServer) -> None:
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from seelen.clock import Clock
+    from seelen.memory.recall import RecalledItem, RecallResult
+    from seelen.render import render_hits
+
+    def item(kind: str, text: str, score: float) -> RecalledItem:
+        return RecalledItem(f"id-{text}", "s" * 12, kind, text, "user", 0, 0, score)
+
+    result = RecallResult(
+        "peanut allergy",
+        [item("summary", "a session about food", 0.02)],
+        [item("turn", "I am allergic to peanuts", 0.03), item("turn", "peanut butter", 0.01)],
+        0.01,
+    )
+    out = io.StringIO()
+    render_hits(Console(file=out, width=200), SimpleNamespace(clock=Clock("UTC")), result)
+    text = out.getvalue()
+    assert text.index("allergic") < text.index("peanut butter") < text.index("about food")

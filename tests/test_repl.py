@@ -206,3 +206,24 @@ async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelSe
     assert texts == ["kept before", "kept before", "kept after", "kept before | kept after"]
     assert len(store.list_sessions(-1)) == 1
     await repl.app.aclose()
+
+
+async def test_a_terminal_shows_thinking_until_the_first_word() -> None:
+    from seelen.agent import Done, Notice, TextDelta
+    from seelen.render import EventPrinter
+
+    seen_before_words: list[str] = []
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=60)
+
+    async def events():
+        yield Notice("recalled nothing")
+        await asyncio.sleep(0.3)  # the model has not answered yet
+        seen_before_words.append(out.getvalue())
+        yield TextDelta("Hello **there**")
+        yield Done("Hello **there**")
+
+    await EventPrinter(console).render(events())
+    assert "thinking…" in seen_before_words[0]
+    assert "recalled nothing" in seen_before_words[0]
+    assert "Hello" in out.getvalue() and "there" in out.getvalue()
