@@ -79,4 +79,16 @@ async def run_checks(app: App) -> list[Check]:
     checks = [await _timed("model answers", model_answers)]
     checks.append(await _timed("memory store", store_healthy))
     checks.append(await _timed("vector index", index_healthy))
-    return checks
+    return checks + await mcp_checks(app)
+
+
+async def mcp_checks(app: App) -> list[Check]:
+    """Connect each configured MCP server and report it: ready with its tools, or why not."""
+    manager = app.start_mcp(lambda _line: None)
+    if manager is None:
+        return []
+    await manager.wait_ready(app.settings.mcp_init_timeout + 1)
+    return [
+        Check(f"MCP server {status.name}", status.state in ("ready", "disabled"), status.line())
+        for status in manager.status()
+    ]

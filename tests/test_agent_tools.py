@@ -227,3 +227,26 @@ async def test_temperature_reaches_the_chat_request(
     [e async for e in app.bot.turn("hi again")]
     assert env.chat_requests()[-1]["temperature"] == 0.4
     await app.aclose()
+
+
+async def test_doctor_checks_each_mcp_server(
+    env: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seelen.doctor import mcp_checks
+
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    monkeypatch.setenv("MCP_INIT_TIMEOUT", "10")
+    config = {
+        "mcpServers": {
+            "time": {"command": "python", "args": ["-m", "mcp_server_time"]},
+            "ghost": {"command": "no-such-mcp-command-anywhere"},
+        }
+    }
+    (tmp_path / "mcp_servers.json").write_text(json.dumps(config))
+    app = build_app(load_settings())
+    try:
+        checks = {c.name: c for c in await mcp_checks(app)}
+    finally:
+        await app.aclose()
+    assert checks["MCP server time"].ok and "tool" in checks["MCP server time"].detail
+    assert not checks["MCP server ghost"].ok
