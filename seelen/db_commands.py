@@ -138,7 +138,10 @@ def list_backups(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """The backups, numbered as `restore` takes them (1 = newest)."""
     from seelen.maintenance import backups, human, size
 
-    for n, path in enumerate(backups(_settings(profile, data_dir).profile_dir), start=1):
+    found = backups(_settings(profile, data_dir).profile_dir)
+    if not found:
+        typer.echo("no backups yet: `seelen db backup` makes one")
+    for n, path in enumerate(found, start=1):
         typer.echo(f"{n:>3}  {path.name}  {human(size(path))}")
 
 
