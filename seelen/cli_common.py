@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import contextlib
+from collections.abc import Coroutine, Iterator
 from typing import Annotated, Any
 
 import typer
@@ -42,3 +43,30 @@ def stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def memory_only(settings: Settings, writer: str | None = None) -> Iterator[Any]:
+    """The profile's memory (store, files, index) without a chat model, as an `App`.
+
+    `writer` names a command that changes memory: it first waits for the profile's writer
+    lock, saying so on stderr; readers take no lock and write nothing.
+    """
+    from seelen.runtime import Runtime
+
+    if writer is None:
+        runtime = Runtime.open_reader(settings)
+    else:
+        runtime = run(
+            Runtime.open(
+                settings,
+                role=writer,
+                on_line=lambda m: stderr_console().print(m, style="dim", markup=False),
+                with_model=False,
+                start_indexer=False,
+            )
+        )
+    try:
+        yield runtime.app
+    finally:
+        run(runtime.aclose())

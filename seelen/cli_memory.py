@@ -17,7 +17,13 @@ from typing import Annotated, Any
 
 import typer
 
-from seelen.cli_common import DataOpt, ProfileOpt, run, settings_from, stderr_console
+from seelen.cli_common import (
+    DataOpt,
+    ProfileOpt,
+    memory_only,
+    settings_from,
+    stderr_console,
+)
 from seelen.errors import SeelenError
 
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
@@ -40,26 +46,9 @@ def _memory_command(
     """
     from rich.console import Console
 
-    from seelen.runtime import Runtime
-
     settings = settings_from(profile, None, data_dir)
-    console = Console(highlight=False)
-    if write is None:
-        runtime = Runtime.open_reader(settings)
-    else:
-        runtime = run(
-            Runtime.open(
-                settings,
-                role=write,
-                on_line=lambda m: stderr_console().print(m, style="dim", markup=False),
-                with_model=False,
-                start_indexer=False,
-            )
-        )
-    try:
-        return body(runtime.app, console)
-    finally:
-        run(runtime.aclose())
+    with memory_only(settings, write) as app:
+        return body(app, Console(highlight=False))
 
 
 @memory_app.command("search")

@@ -5,9 +5,7 @@ Each command prints plain lines; `check` exits 1 when anything is wrong.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -24,29 +22,11 @@ def _settings(profile: str | None, data_dir: str | None) -> Any:
     return settings_from(profile, None, data_dir)
 
 
-@contextmanager
-def _memory(profile: str | None, data_dir: str | None, writer: str = "") -> Iterator[Any]:
-    """The profile's store, index and indexer, without a chat model. A `writer` (the
-    command's name) first waits for the profile's writer lock, like every writer."""
-    from seelen.runtime import Runtime
+def _memory(profile: str | None, data_dir: str | None, writer: str | None = None) -> Any:
+    """The profile's store, index and indexer, without a chat model (see `memory_only`)."""
+    from seelen.cli_common import memory_only
 
-    settings = _settings(profile, data_dir)
-    if not writer:
-        runtime = Runtime.open_reader(settings)
-    else:
-        runtime = asyncio.run(
-            Runtime.open(
-                settings,
-                role=writer,
-                on_line=lambda line: typer.echo(line, err=True),
-                with_model=False,
-                start_indexer=False,
-            )
-        )
-    try:
-        yield runtime.app
-    finally:
-        asyncio.run(runtime.aclose())
+    return memory_only(_settings(profile, data_dir), writer)
 
 
 def _progress() -> Callable[[int, int], None]:
