@@ -73,20 +73,38 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)")
-    with ModelServer(lambda body: Reply(text="ANSWER")) as server, tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "sk-bench",
-               "CHAT_MODEL": "test-model", "SEELEN_DATA_DIR": tmp, "ENABLE_MCP": "false",
-               "TERM": "xterm"}
+    with (
+        ModelServer(lambda body: Reply(text="ANSWER")) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.url,
+            "OPENAI_API_KEY": "sk-bench",
+            "CHAT_MODEL": "test-model",
+            "SEELEN_DATA_DIR": tmp,
+            "ENABLE_MCP": "false",
+            "TERM": "xterm",
+        }
         for i in range(3):  # a memory to recall from
-            subprocess.run([sys.executable, "-m", "seelen", "chat"], env=env, check=True,
-                           input=f"my hobby {i} is sailing\n/save\n".encode(), capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "seelen", "chat"],
+                env=env,
+                check=True,
+                input=f"my hobby {i} is sailing\n/save\n".encode(),
+                capture_output=True,
+            )
         runs = [one_run(env) for _ in range(args.runs)]
     prompts = [r[0] for r in runs]
     answers = [r[1] for r in runs]
-    print(f"prompt shown      median {statistics.median(prompts):.3f} s  "
-          f"min {min(prompts):.3f}  max {max(prompts):.3f}")
-    print(f"first answer      median {statistics.median(answers):.3f} s  "
-          f"min {min(answers):.3f}  max {max(answers):.3f}  (from sending it)")
+    print(
+        f"prompt shown      median {statistics.median(prompts):.3f} s  "
+        f"min {min(prompts):.3f}  max {max(prompts):.3f}"
+    )
+    print(
+        f"first answer      median {statistics.median(answers):.3f} s  "
+        f"min {min(answers):.3f}  max {max(answers):.3f}  (from sending it)"
+    )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -6,15 +6,9 @@ The format itself (and `seelen import`, which reads it back) lives in `memory/tr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from seelen.app import App
 from seelen.memory import transfer
-
-
-def export_data(app: App) -> dict[str, Any]:
-    """Everything Seelen remembers, as one JSON-ready object."""
-    return transfer.export_data(app.store, app.files, app.clock)
 
 
 def write_export(app: App, fmt: str, output: str | None) -> str | None:

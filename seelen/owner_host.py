@@ -35,9 +35,6 @@ class OwnerHost:
         self.turn_lock = turn_lock or asyncio.Lock()
         self.on_answer = on_answer
 
-    def attach(self, server: OwnerServer) -> None:
-        """Nothing to remember yet: the server drives the host."""
-
     async def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[dict[str, Any]]:
         """Answer one question; an ephemeral one writes nothing."""
         async with self.turn_lock:

@@ -55,20 +55,6 @@ def visible(text: str) -> str:
     return _CONTROL.sub(_picture, text)
 
 
-def data(text: str, style: str = "") -> Text:
-    """Stored text as a Rich `Text`: no markup is parsed, no control character survives."""
-    return Text(visible(text), style=style)
-
-
-def line(*parts: str | tuple[str, str]) -> Text:
-    """A line assembled from plain parts and (text, style) pairs, all shown as data."""
-    out = Text()
-    for part in parts:
-        text, style = part if isinstance(part, tuple) else (part, "")
-        out.append(visible(text), style=style or None)
-    return out
-
-
 def shown(text: str) -> str:
     """Stored text for a Rich markup string: control characters made visible, brackets
     escaped (for the places that still assemble markup strings)."""

@@ -182,7 +182,6 @@ async def run_owner(settings: Settings, host_factory: Callable[[Settings], Any])
         fingerprint=wire.fingerprint(settings),
         idle_seconds=settings.idle_minutes * 60 if settings.idle_minutes else None,
     )
-    host.attach(server)
     try:
         await server.serve(path)
     finally:
