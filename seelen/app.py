@@ -28,6 +28,7 @@ from seelen.provider import (
     choose_provider,
     prompt_budget,
     reply_cap,
+    rewrites_files,
     start_local_server,
 )
 from seelen.store import Store
@@ -178,6 +179,7 @@ def build_app(
         max_live=settings.max_conv_num,
         fold_count=settings.refresh_every_conv_num,
         input_tokens=prompt_budget(settings, provider, model.max_tokens),
+        rewrite_files=rewrites_files(settings, provider),
     )
     indexer, recall = build_recall(settings, provider, store, directory)
     closers.append(indexer.stop)

@@ -178,6 +178,14 @@ class Settings:
     embedding_model: str = _setting(
         "EMBEDDING_MODEL", "", _str, "embedding model name when EMBEDDING_PROVIDER=openai"
     )
+    # The bundled 135M model rewrote the persona and profile with invented text at nearly
+    # every /save (README, "The first five minutes"); the summary alone is still written.
+    rewrite_files: str = _setting(
+        "REWRITE_FILES",
+        "auto",
+        _choice("auto", "true", "false"),
+        "let /save rewrite the persona and profile; auto: not with the bundled 135M model",
+    )
     max_reply_tokens: int = _setting(
         "MAX_REPLY_TOKENS", 0, _int(0), "cap on tokens per model answer; 0 = the endpoint's"
     )

@@ -90,6 +90,14 @@ def reply_cap(settings: Settings, provider: Provider) -> int:
     return LOCAL_REPLY_TOKENS
 
 
+def rewrites_files(settings: Settings, provider: Provider) -> bool:
+    """Whether /save lets the tool model rewrite the persona and profile (REWRITE_FILES)."""
+    if settings.rewrite_files != "auto":
+        return settings.rewrite_files == "true"
+    bundled = provider.kind == "local" and not settings.local_model_path
+    return not bundled
+
+
 def prompt_budget(settings: Settings, provider: Provider, reply_tokens: int) -> int:
     """CONTEXT_TOKENS, but never more than the local server's context leaves for the prompt."""
     if provider.server is None:

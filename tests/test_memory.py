@@ -134,6 +134,22 @@ async def test_archive_summarises_updates_profile_and_strips_quotes(
     await app.aclose()
 
 
+async def test_with_rewrites_off_save_writes_the_summary_and_keeps_both_files(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REWRITE_FILES", "false")
+    env.responder = scripted({"summary": "Ada talked about Miso.", "profile": "Name: Bob"})
+    app = await open_app()
+    before = {PROFILE: app.files.profile, PERSONA: app.files.persona}
+    await say(app, "My cat is called Miso")
+    result = await app.sessions.archive()
+    assert result.summary == "Ada talked about Miso."
+    assert "profile" not in jobs(env) and "persona" not in jobs(env)  # never asked
+    assert {PROFILE: app.files.profile, PERSONA: app.files.persona} == before
+    assert all(not c.changed and "REWRITE_FILES" in (c.note or "") for c in result.changes)
+    await app.aclose()
+
+
 async def test_archive_resumes_after_a_failure_without_redoing_steps(env: ModelServer) -> None:
     failing = {"on": True}
 

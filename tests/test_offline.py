@@ -11,7 +11,13 @@ from seelen.config import load_settings
 from seelen.errors import ConfigError
 from seelen.local_model import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
 from seelen.memory.context import build_messages
-from seelen.provider import Provider, chat_sampling, choose_provider, reply_cap
+from seelen.provider import (
+    Provider,
+    chat_sampling,
+    choose_provider,
+    reply_cap,
+    rewrites_files,
+)
 
 
 async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,9 +42,12 @@ async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.Monke
         sid = app.sessions.current.session_id
         assert [t.role for t in app.store.turns(sid)] == ["user", "assistant"]
 
+        persona, profile = app.files.persona, app.files.profile
         result = await app.sessions.archive()
         assert result.summary.strip()
         assert app.store.session_summary(sid).text == result.summary
+        # The 135M model's rewrites were invented text: by default it keeps both files.
+        assert (app.files.persona, app.files.profile) == (persona, profile)
     finally:
         await app.aclose()
     assert wait_gone(pid, 10)  # and is gone once Seelen closes
@@ -69,6 +78,21 @@ def test_the_local_provider_gets_small_model_sampling_and_a_reply_cap(
     settings = load_settings()
     assert chat_sampling(settings, local)["temperature"] == 0.9
     assert reply_cap(settings, local) == 100
+
+
+def test_only_the_bundled_model_is_kept_from_rewriting_persona_and_profile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    local, remote = Provider("local", "", "k", "m", "m"), Provider("openai", "u", "k", "m", "m")
+    assert not rewrites_files(load_settings(), local)
+    assert rewrites_files(load_settings(), remote)
+    monkeypatch.setenv("LOCAL_MODEL_PATH", "/models/bigger.gguf")  # the user's own choice
+    assert rewrites_files(load_settings(), local)
+    monkeypatch.setenv("REWRITE_FILES", "true")
+    monkeypatch.delenv("LOCAL_MODEL_PATH")
+    assert rewrites_files(load_settings(), local)
+    monkeypatch.setenv("REWRITE_FILES", "false")
+    assert not rewrites_files(load_settings(), remote)
 
 
 def test_a_small_prompt_budget_gets_the_compact_rules() -> None:

@@ -73,6 +73,7 @@ class Sessions:
         max_live: int = 20,
         fold_count: int = 10,
         input_tokens: int = 6000,
+        rewrite_files: bool = True,
     ) -> None:
         self.store = store
         self.files = files
@@ -82,6 +83,7 @@ class Sessions:
         self.max_live = max_live
         self.fold_count = fold_count
         self.input_tokens = input_tokens  # the most a transcript may send to the tool model
+        self.rewrite_files = rewrite_files  # False: /save keeps the persona and profile
         self._current: Session | None = None
 
     # --- the current session -------------------------------------------------------------
@@ -245,7 +247,8 @@ class Sessions:
             await asyncio.to_thread(self.store.record_archive_step, sid, "summary", result.summary)
         todo = [name for name in (PROFILE, PERSONA) if name not in steps]
         if todo:
-            progress("updating the user profile and persona")
+            if self.rewrite_files:
+                progress("updating the user profile and persona")
             changes = await asyncio.gather(
                 *(self._update_file(sid, n, result.summary) for n in todo)
             )
@@ -258,6 +261,8 @@ class Sessions:
     async def _update_file(self, sid: str, name: str, summary: str) -> Change:
         current = self.files.read(name)
         text, note = current, oversized_input(name, current)
+        if not self.rewrite_files:
+            note = f"{name} was kept as it was: REWRITE_FILES is off (the bundled model's default)"
         if note is None:
             if name == PROFILE:
                 messages = profile_update_messages(current, summary, PROFILE_WORDS)
