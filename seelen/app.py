@@ -108,7 +108,9 @@ class App:
             self.index.start(progress)
 
     def start_mcp(self, on_event: Callable[[str], None]) -> McpManager | None:
-        """Connect the MCP servers in the background (needs the running event loop)."""
+        """Offer the MCP servers' tools: the cached lists at once (those servers start on first
+        use, or at `McpManager.connect_all`); the others connect in the background now.
+        Needs the running event loop."""
         if not self.settings.enable_mcp or self.tools is None:
             return None
         from seelen.tools.mcp_config import find_config
@@ -117,6 +119,7 @@ class App:
         if path is None:
             return None
         from seelen.tools.mcp import McpManager
+        from seelen.tools.mcp_cache import CACHE_FILE
 
         self.mcp = McpManager(
             path,
@@ -124,6 +127,7 @@ class App:
             init_timeout=self.settings.mcp_init_timeout,
             on_event=on_event,
             log_dir=self.settings.profile_dir / "logs",
+            cache_file=self.settings.profile_dir / CACHE_FILE,
         )
         self.mcp.start()
         self.closers.append(self.mcp.aclose)

@@ -696,9 +696,9 @@ async def test_a_task_only_tool_is_not_offered() -> None:
     async with McpManager({"mcpServers": {"tiny": tiny}}, registry) as manager:
         assert await manager.wait_ready(PATIENT)
         assert [s.line() for s in manager.status()] == [
-            "tiny: ready (2 tools; 1 task-only not offered)"
+            "tiny: ready (4 tools; 1 task-only not offered)"
         ]
-        assert sorted(registry.names()) == ["tiny_crash", "tiny_echo"]
+        assert sorted(registry.names()) == ["tiny_crash", "tiny_echo", "tiny_picture", "tiny_slow"]
 
 
 async def test_resources_can_be_read_through_a_tool() -> None:
