@@ -128,6 +128,7 @@ class App:
             on_event=on_event,
             log_dir=self.settings.profile_dir / "logs",
             cache_file=self.settings.profile_dir / CACHE_FILE,
+            on_progress=self.bot.tool_progress,
         )
         self.mcp.start()
         self.closers.append(self.mcp.aclose)
@@ -192,6 +193,8 @@ def build_app(
         tools_note = ""
     knowledge = start_knowledge(settings, closers) if with_model else None
     registry = build_tools(settings, recall, sessions, clock, knowledge)
+    # The bundled model reads no images; an endpoint gets them unless it refuses (auto).
+    vision = "false" if provider.kind == "local" and settings.vision == "auto" else settings.vision
     bot = ChatBot(
         sessions,
         files,
@@ -204,6 +207,7 @@ def build_app(
         on_saved=indexer.wake,
         log_prompt=debug_logs(settings, provider, closers),
         knowledge=knowledge,
+        vision=vision,
     )
     bot.tools_enabled = not tools_note
     return App(

@@ -198,6 +198,7 @@ def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | No
         Notice,
         TextDelta,
         ToolFinished,
+        ToolProgressed,
         TurnUsage,
     )
 
@@ -213,6 +214,8 @@ def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | No
                 from seelen.knowledge import used_line
 
                 yield {"type": "used", "text": used_line(event.passages)}
+            elif isinstance(event, ToolProgressed):
+                yield {"type": "progress", "text": event.progress.line()}
             elif isinstance(event, ToolFinished):
                 tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
             elif isinstance(event, TurnUsage):
