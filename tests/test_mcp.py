@@ -257,6 +257,27 @@ def test_a_vs_code_file_loads(tmp_path: Path) -> None:
     assert parse_server(servers["fs"], {}, base) == StdioServer("run", (".",))
 
 
+@needs_proc
+async def test_a_vs_code_env_file_reaches_the_server(tmp_path: Path) -> None:
+    (tmp_path / "server.env").write_text(f"TINY_MARKER={tmp_path / 'started'}\nMODE=file\n")
+    entry = {
+        "type": "stdio",
+        "command": "python",
+        "args": [str(SERVERS / "tiny_server.py")],
+        "envFile": "server.env",
+        "env": {"MODE": "entry"},
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"servers": {"tiny": entry}}))
+    servers, base = load_config(path)
+    assert parse_server(servers["tiny"], {}, base).env["MODE"] == "entry"  # env wins
+    async with McpManager(path, ToolRegistry()) as manager:
+        assert await manager.wait_ready(PATIENT)
+    assert (tmp_path / "started").read_text().strip().isdigit()  # the server got the file's vars
+    with pytest.raises(ConfigError, match=r"envFile .*nope\.env' is not a file"):
+        parse_server({**entry, "envFile": "nope.env"}, {}, base)
+
+
 def test_a_token_in_a_bad_url_is_not_shown() -> None:
     with pytest.raises(ConfigError) as info:
         parse_server({"url": "ws://h/mcp?token=hunter2hunter2"}, {})

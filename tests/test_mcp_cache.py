@@ -82,6 +82,18 @@ async def test_a_config_change_invalidates_the_cached_list(tmp_path: Path) -> No
     await again.aclose()
 
 
+async def test_disabled_tools_stay_hidden_when_offered_from_the_cache(tmp_path: Path) -> None:
+    marker, cache = tmp_path / "starts", tmp_path / "mcp_tools.json"
+    config = {"mcpServers": {"tiny": tiny(marker)}}
+    await (await run_once(config, cache)).aclose()
+    registry = ToolRegistry(disabled=["tiny_c*", "tiny_slow"])
+    manager = McpManager(config, registry, cache_file=cache)
+    manager.start()
+    assert sorted(registry.names()) == ["tiny_echo", "tiny_picture"]
+    assert manager.status()[0].tools == 2
+    await manager.aclose()
+
+
 async def test_a_live_connection_refreshes_a_stale_list(tmp_path: Path) -> None:
     marker, cache = tmp_path / "starts", tmp_path / "mcp_tools.json"
     config = {"mcpServers": {"tiny": tiny(marker)}}
