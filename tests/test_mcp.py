@@ -174,7 +174,10 @@ def test_comment_keys_are_ignored() -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"command": "x", "argz": []}, r"unknown field 'argz' \(allowed: command, args, env, cwd"),
+        (
+            {"command": "x", "argz": []},
+            r"unknown field 'argz' \(allowed: command, args, env, envFile, cwd",
+        ),
         ({"url": "http://h", "command": "x"}, "has both 'command' and 'url'"),
         ({"args": []}, "needs 'command'"),
         ({"command": "x", "args": "-v"}, "field 'args' must be a list of strings"),
@@ -403,7 +406,7 @@ async def test_failing_servers_fail_alone_and_quickly() -> None:
             "silent: failed — no answer to the MCP handshake within 1 s",
             "keyless: failed — environment variable SEELEN_TEST_UNSET is not set (used in auth)",
             "typo: failed — unknown field 'argv' "
-            "(allowed: command, args, env, cwd, type, transport, disabled)",
+            "(allowed: command, args, env, envFile, cwd, type, transport, disabled)",
             "off: disabled",
         ]
         assert sorted(events) == sorted(

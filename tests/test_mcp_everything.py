@@ -39,7 +39,7 @@ async def call(registry: ToolRegistry, name: str, arguments: dict | None = None)
     return (await registry.run_all([ToolCall("1", name, json.dumps(arguments or {}))]))[0]
 
 
-async def test_logs_go_to_the_log_file_and_task_only_tools_are_not_offered(
+async def test_logs_stay_in_the_log_file_task_only_tools_are_hidden_resources_read(
     everything: dict, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     progress: list[ToolProgress] = []
@@ -55,6 +55,11 @@ async def test_logs_go_to_the_log_file_and_task_only_tools_are_not_offered(
         names = registry.names()
         assert "everything_get-tiny-image" in names
         assert not any("simulate-research-query" in n for n in names)  # taskSupport: required
+        reader = next(s for s in registry.tools() if s.name == "everything_read_resource")
+        assert "- demo://resource/dynamic/text/{resourceId}: " in reader.description
+        uri = {"uri": "demo://resource/dynamic/text/7"}
+        resource = await call(registry, "everything_read_resource", uri)
+        assert resource.ok and resource.content.startswith("Resource 7: ")
         assert (await call(registry, "everything_toggle-simulated-logging")).ok
         log = logs / "mcp-everything.log"
         deadline = time.monotonic() + 10

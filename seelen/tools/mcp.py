@@ -4,7 +4,9 @@ The config file is read by `seelen.tools.mcp_config`. An entry may also be a rea
 transport or server object (embedding, tests).
 
 Each server gets its own fastmcp `Client`; tools are exposed as `<server>_<tool>` (see
-`exposed_names`), which is stable however many servers are configured.
+`exposed_names`), which is stable however many servers are configured. What a server offers
+is cached on disk (`seelen.tools.mcp_cache`), so a server whose offer is known starts only
+when one of its tools is called.
 """
 
 from __future__ import annotations
@@ -253,11 +255,16 @@ class McpManager:
                 self.on_event(f"could not cache the tools of MCP server {server.name!r}: {exc}")
 
     async def _resources(self, client: Any) -> list[Any]:
-        """The server's resources, when it says it has any."""
+        """The server's resources and resource templates, when it says it has any."""
         capabilities = client.server_capabilities
         if capabilities is None or getattr(capabilities, "resources", None) is None:
             return []
-        return list(await client.list_resources())
+        found = list(await client.list_resources())
+        try:
+            # Templates first: few, and each stands for many resources.
+            return list(await client.list_resource_templates()) + found
+        except Exception:  # optional in the protocol: a server may not answer it
+            return found
 
     def _imports(self) -> asyncio.Task[None]:
         if self._importing is None:

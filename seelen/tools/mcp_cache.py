@@ -78,8 +78,17 @@ def offer_of(listed: Iterable[Any], resources: Iterable[Any], server: str) -> Of
         schema.setdefault("type", "object")
         text = item.description or item.title or f"{item.name} (MCP server {server})"
         tools.append(Listed(item.name, text, schema))
-    found = [Resource(str(r.uri), _about(r)) for r in resources]
+    found = [_resource(r) for r in resources]
     return Offer(tuple(tools), tuple(found), skipped)
+
+
+def _resource(item: Any) -> Resource:
+    """A listed resource, or a resource template (its URI has `{…}` parts to fill in)."""
+    template = getattr(item, "uri_template", None)
+    if template is None:
+        return Resource(str(item.uri), _about(item))
+    about = _about(item)
+    return Resource(str(template), f"{about} (a template: fill in the {{…}} parts)".lstrip())
 
 
 def _about(resource: Any) -> str:
