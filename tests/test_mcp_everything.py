@@ -65,6 +65,9 @@ async def test_logs_stay_in_the_log_file_task_only_tools_are_hidden_resources_re
         deadline = time.monotonic() + 10
         while "server log:" not in log.read_text() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
+        # Off again: with its 5-second timer running, the server does not exit when its
+        # stdin closes, and closing waits 2 s for it before ending it.
+        assert (await call(registry, "everything_toggle-simulated-logging")).ok
         steps = {"duration": 0.6, "steps": 3}
         outcome = await call(registry, "everything_trigger-long-running-operation", steps)
         assert outcome.ok and "Steps: 3" in outcome.content
