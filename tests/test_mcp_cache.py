@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import sys
 from pathlib import Path
 
 from model_server import ModelServer, Reply
+from rich.console import Console
 
 from seelen.agent import ToolFinished
+from seelen.answer import AnswerPrinter
 from seelen.app import build_app
 from seelen.config import load_settings
+from seelen.oneshot import answer_once
+from seelen.repl import Repl
 from seelen.tools.base import ToolCall, ToolRegistry
 from seelen.tools.mcp import McpManager
 
@@ -164,9 +169,6 @@ def children() -> set[int]:
 async def test_an_ask_in_this_process_waits_for_no_cached_server(
     env: ModelServer, tmp_path: Path, monkeypatch
 ) -> None:
-    from seelen.answer import AnswerPrinter
-    from seelen.oneshot import answer_once
-
     monkeypatch.setenv("ENABLE_MCP", "true")
     marker = tmp_path / "starts"
     (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
@@ -188,3 +190,20 @@ async def test_an_ask_in_this_process_waits_for_no_cached_server(
     await app.aclose()
     outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
     assert outcome.ok and outcome.content == "hi" and starts(marker) == 2
+
+
+async def test_the_interactive_chat_starts_cached_servers_while_the_user_types(
+    env: ModelServer, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    marker = tmp_path / "starts"
+    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
+    states = []
+    for warm in (False, False, True):  # learn the tools; a piped chat; an interactive one
+        app = build_app(load_settings())
+        Repl(app, Console(file=io.StringIO())).start_mcp(warm=warm)
+        states.append(app.mcp.status()[0].state)
+        assert await app.mcp.wait_ready(PATIENT)
+        await app.aclose()
+    assert states == ["connecting", "idle", "connecting"]
+    assert starts(marker) == 2
