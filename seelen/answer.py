@@ -51,6 +51,10 @@ class AnswerPrinter:
         if kind == "progress":  # replaces the status line; never printed in a pipe
             self._status(str(message.get("text", "")))
             return
+        if kind == "tool":  # a tool finished: the model is at work again
+            if self._thinking:
+                self._status("thinking…")
+            return
         self._done_thinking()
         if kind == "delta" and self.stream:
             sys.stdout.write(message.get("text", ""))

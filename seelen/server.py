@@ -218,6 +218,7 @@ def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | No
                 yield {"type": "progress", "text": event.progress.line()}
             elif isinstance(event, ToolFinished):
                 tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
+                yield {"type": "tool", **tools[-1]}
             elif isinstance(event, TurnUsage):
                 usage = dict(vars(event))
             elif isinstance(event, Failed):

@@ -148,6 +148,7 @@ def test_ask_on_a_terminal_shows_progress_through_the_warm_owner(
     assert proc.returncode == 0, stderr
     assert out == "Finished.\n"
     assert "tiny_slow: 2/3 – step 2" in stderr and stderr.endswith("\r\x1b[K")
+    assert stderr.rindex("thinking…") > stderr.index("tiny_slow: 3/3")  # back to the model
 
 
 def read_all(fd: int, into: list[bytes]) -> None:
