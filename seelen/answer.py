@@ -7,6 +7,7 @@ answer computed in this process, so both paths print exactly the same thing.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from typing import Any
 
@@ -20,14 +21,23 @@ class AnswerPrinter:
         # In a pipe the words are streamed as they come; a terminal gets Markdown at the end.
         self.stream = not as_json and not sys.stdout.isatty()
         self.streamed = False
-        # In a terminal, stderr says Seelen is working until the first word (or the end).
-        self._thinking = not as_json and sys.stderr.isatty()
+        # In a terminal, stderr shows one status line ("thinking…", a tool's progress) until
+        # the first word (or the end).
+        self._terminal = not as_json and sys.stderr.isatty()
+        self._thinking = False
 
     def begin(self) -> None:
         """Show that the question is on its way (on stderr, in a terminal only)."""
-        if self._thinking:
-            sys.stderr.write("thinking…")
-            sys.stderr.flush()
+        self._status("thinking…")
+
+    def _status(self, text: str) -> None:
+        if not self._terminal:
+            return
+        width = max(shutil.get_terminal_size().columns - 1, 10)  # a wrapped line stays behind
+        line = "".join(c if c.isprintable() else "?" for c in text)[:width]
+        sys.stderr.write(f"\r\x1b[K{line}")
+        sys.stderr.flush()
+        self._thinking = True
 
     def _done_thinking(self) -> None:
         if self._thinking:
@@ -36,8 +46,15 @@ class AnswerPrinter:
             self._thinking = False
 
     def on_message(self, message: dict[str, Any]) -> None:
-        """One message before the final one: a piece of the reply or a notice."""
+        """One message before the final one: a piece of the reply, a notice, a tool's progress."""
         kind = message.get("type")
+        if kind == "progress":  # replaces the status line; never printed in a pipe
+            self._status(str(message.get("text", "")))
+            return
+        if kind == "tool":  # a tool finished: the model is at work again
+            if self._thinking:
+                self._status("thinking…")
+            return
         self._done_thinking()
         if kind == "delta" and self.stream:
             sys.stdout.write(message.get("text", ""))

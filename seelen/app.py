@@ -109,7 +109,9 @@ class App:
             self.index.start(progress)
 
     def start_mcp(self, on_event: Callable[[str], None]) -> McpManager | None:
-        """Connect the MCP servers in the background (needs the running event loop)."""
+        """Offer the MCP servers' tools: the cached lists at once (those servers start on first
+        use, or at `McpManager.connect_all`); the others connect in the background now.
+        Needs the running event loop."""
         if not self.settings.enable_mcp or self.tools is None:
             return None
         from seelen.tools.mcp_config import find_config
@@ -118,6 +120,7 @@ class App:
         if path is None:
             return None
         from seelen.tools.mcp import McpManager
+        from seelen.tools.mcp_cache import CACHE_FILE
 
         self.mcp = McpManager(
             path,
@@ -125,6 +128,8 @@ class App:
             init_timeout=self.settings.mcp_init_timeout,
             on_event=on_event,
             log_dir=self.settings.profile_dir / "logs",
+            cache_file=self.settings.profile_dir / CACHE_FILE,
+            on_progress=self.bot.tool_progress,
         )
         self.mcp.start()
         self.closers.append(self.mcp.aclose)
@@ -190,6 +195,8 @@ def build_app(
         tools_note = ""
     knowledge = start_knowledge(settings, closers) if with_model else None
     registry = build_tools(settings, recall, sessions, clock, knowledge)
+    # The bundled model reads no images; an endpoint gets them unless it refuses (auto).
+    vision = "false" if provider.kind == "local" and settings.vision == "auto" else settings.vision
     bot = ChatBot(
         sessions,
         files,
@@ -202,6 +209,7 @@ def build_app(
         on_saved=indexer.wake,
         log_prompt=debug_logs(settings, provider, closers),
         knowledge=knowledge,
+        vision=vision,
     )
     bot.tools_enabled = not tools_note
     return App(

@@ -91,7 +91,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
 
         repl = Repl(application, console)
         await repl.start()
-        repl.start_mcp()
+        repl.start_mcp(warm=sys.stdin.isatty())  # a pipe starts a server only when called
         async with serve_chat(application, repl.turn_lock, repl.note_remote_answer):
             if sys.stdin.isatty():
                 console.print(

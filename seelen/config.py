@@ -199,6 +199,12 @@ class Settings:
     tool_result_chars: int = _setting(
         "TOOL_RESULT_CHARS", 8000, _int(100), "tool results are cut to this size"
     )
+    vision: str = _setting(
+        "VISION",
+        "auto",
+        _choice("auto", "true", "false"),
+        "send tools' images to the model; auto = unless it refuses them (never the bundled one)",
+    )
     mcp_init_timeout: float = _setting(
         "MCP_INIT_TIMEOUT", 15.0, _float(0.1), "seconds an MCP server has to answer its handshake"
     )

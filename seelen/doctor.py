@@ -87,6 +87,7 @@ async def mcp_checks(app: App) -> list[Check]:
     manager = app.start_mcp(lambda _line: None)
     if manager is None:
         return []
+    manager.connect_all()  # a cached tool list proves nothing: start every server
     await manager.wait_ready(app.settings.mcp_init_timeout + 1)
     return [
         Check(f"MCP server {status.name}", status.state in ("ready", "disabled"), status.line())

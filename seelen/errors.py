@@ -14,7 +14,11 @@ class ConfigError(SeelenError):
 
 
 class ModelError(SeelenError):
-    """The chat or tool model could not answer."""
+    """The chat or tool model could not answer; `status` is the endpoint's HTTP status, if any."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class StoreError(SeelenError):

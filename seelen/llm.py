@@ -194,7 +194,8 @@ class OpenAIChatModel:
             return await self._get_client().chat.completions.create(**kwargs)
         except openai.APIError as exc:
             message = _describe(exc, self.base_url, self._api_key)
-            raise ModelError(message + self._tries(exc)) from exc
+            status = getattr(exc, "status_code", None)
+            raise ModelError(message + self._tries(exc), status=status) from exc
 
     def _tries(self, exc: Exception) -> str:
         """How often the client tried, for failures it retries (see `_RETRIED_STATUS`)."""

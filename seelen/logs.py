@@ -116,6 +116,15 @@ def close_logger(logger: logging.Logger) -> None:
         handler.close()
 
 
+# A base64 data URL (an image from a tool), as it appears in a prompt's JSON.
+_DATA_URL = re.compile(r"data:([\w.+/-]+);base64,([A-Za-z0-9+/]*=*)")
+
+
+def _image_size(match: re.Match[str]) -> str:
+    data = match.group(2)
+    return f"data:{match.group(1)};base64,[{len(data) * 3 // 4 - data.count('='):,} bytes]"
+
+
 class PromptLog:
     """DEBUG_MODE: every prompt sent to the model, one JSON line each, in logs/prompts.jsonl."""
 
@@ -123,8 +132,9 @@ class PromptLog:
         self._logger = file_logger("seelen.prompts", directory / "prompts.jsonl", secrets)
 
     def __call__(self, messages: list[dict[str, Any]]) -> None:
-        """Append one prompt (redacted)."""
-        self._logger.info(json.dumps({"messages": messages}, ensure_ascii=False))
+        """Append one prompt (redacted; images from tools by type and size only)."""
+        text = json.dumps({"messages": messages}, ensure_ascii=False)
+        self._logger.info(_DATA_URL.sub(_image_size, text))
 
     def close(self) -> None:
         """Release the file."""

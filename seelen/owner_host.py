@@ -56,7 +56,9 @@ async def open_host(settings: Settings) -> OwnerHost:
     from seelen.runtime import Runtime
 
     runtime = await Runtime.open(settings, role="owner", wait=False)
-    runtime.app.start_mcp(lambda _line: None)
+    mcp = runtime.app.start_mcp(lambda _line: None)
+    if mcp is not None:  # only servers whose tools are not cached yet: once per config
+        await mcp.wait_ready(settings.mcp_init_timeout + 1)
     return OwnerHost(runtime.app, runtime.aclose)
 
 

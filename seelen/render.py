@@ -29,6 +29,7 @@ from seelen.agent import (
     Recalled,
     TextDelta,
     ToolFinished,
+    ToolProgressed,
     ToolStarted,
     TurnUsage,
     outcome_preview,
@@ -192,6 +193,11 @@ def render_session(console: Console, app: App, session: Session) -> None:
 # --- a turn's events, as they stream ---------------------------------------------------
 
 
+def _working(label: str) -> Spinner:
+    """The live region while no words show: "thinking…", or a running tool's progress."""
+    return Spinner("dots", Text(label, style="dim"), style="dim")
+
+
 class EventPrinter:
     """Renders the agent's events: Markdown live in a terminal, plain text in a pipe."""
 
@@ -213,9 +219,15 @@ class EventPrinter:
                         self.console.file.write(event.text)
                         self.console.file.flush()
                     continue
+                if isinstance(event, ToolProgressed):  # a terminal shows it in the live region
+                    if live is not None:
+                        live.update(_working(visible(event.progress.line())), refresh=True)
+                    continue
                 if text and not isinstance(event, (TurnUsage, Done)):
                     text = self._flush(text, live)
                     live = self._live()
+                elif live is not None and isinstance(event, ToolFinished):
+                    live.update(_working("thinking…"))  # the tool's progress line goes
                 self._other(event)
         finally:
             self._flush(text, live)
@@ -224,9 +236,11 @@ class EventPrinter:
         """In a terminal: a live region that says Seelen is thinking until words arrive."""
         if not self.console.is_terminal:
             return None
-        thinking = Spinner("dots", Text("thinking…", style="dim"), style="dim")
         live = Live(
-            thinking, console=self.console, refresh_per_second=12, vertical_overflow="visible"
+            _working("thinking…"),
+            console=self.console,
+            refresh_per_second=12,
+            vertical_overflow="visible",
         )
         live.start()
         return live

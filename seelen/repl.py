@@ -78,12 +78,16 @@ class Repl:
                     who = "[bold]you[/bold]" if turn.role == "user" else "[bold]seelen[/bold]"
                     self.console.print(f"{who}: {shown(short(turn.text, 300))}")
 
-    def start_mcp(self) -> None:
-        """Connect MCP servers in the background; a failure is reported once, in one line."""
-        self.app.start_mcp(lambda line: self.console.print(f"[yellow]{shown(line)}[/yellow]"))
+    def start_mcp(self, *, warm: bool = False) -> None:
+        """Offer the MCP servers' tools; a failure is reported once, in one line. `warm`
+        starts every server in the background (while the user types) instead of on first use."""
+        mcp = self.app.start_mcp(lambda line: self.console.print(f"[yellow]{shown(line)}[/yellow]"))
+        if mcp is not None and warm:
+            mcp.connect_all()
 
     async def wait_for_tools(self) -> None:
-        """For piped input: give MCP servers their handshake time before the first line."""
+        """For piped input: servers whose tools are not cached yet get their handshake time
+        before the first line (cached ones start when a tool of theirs is called)."""
         if self.app.mcp is not None:
             await self.app.mcp.wait_ready(self.app.settings.mcp_init_timeout + 1)
 

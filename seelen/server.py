@@ -198,6 +198,7 @@ def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | No
         Notice,
         TextDelta,
         ToolFinished,
+        ToolProgressed,
         TurnUsage,
     )
 
@@ -213,8 +214,11 @@ def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | No
                 from seelen.knowledge import used_line
 
                 yield {"type": "used", "text": used_line(event.passages)}
+            elif isinstance(event, ToolProgressed):
+                yield {"type": "progress", "text": event.progress.line()}
             elif isinstance(event, ToolFinished):
                 tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
+                yield {"type": "tool", **tools[-1]}
             elif isinstance(event, TurnUsage):
                 usage = dict(vars(event))
             elif isinstance(event, Failed):

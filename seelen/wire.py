@@ -7,7 +7,7 @@ imports only the standard library: a client must start in a few milliseconds.
 Requests:  {"op": "ask", "text": …, "ephemeral": bool, "version": …, "fingerprint": …}
            {"op": "status"} · {"op": "stop"}
 Answers:   {"type": "refused", "reason": …, "end": true}   (another version or settings)
-           {"type": "notice" | "delta" | "tool" | "failed" | "done", …}
+           {"type": "notice" | "delta" | "used" | "progress" | "tool" | "failed" | "done", …}
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             "MCP_SERVERS_FILE",
             "TEMPERATURE",
             "DISABLED_TOOLS",
+            "VISION",
         }:
             monkeypatch.delenv(key, raising=False)
     directory = tmp_path / "data"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import stat
@@ -59,6 +60,16 @@ def test_prompt_log_is_private_and_redacted(tmp_path: Path) -> None:
     assert "abcdefgh1234" not in text and "abc.def.ghi123" not in text
     assert '"role": "user"' in text
     assert mode(tmp_path / "logs") == 0o700 and mode(path) == 0o600
+
+
+def test_prompt_log_keeps_the_size_of_an_image_not_its_bytes(tmp_path: Path) -> None:
+    data = base64.b64encode(b"\x89PNG" + b"x" * 3000).decode()
+    part = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+    log = PromptLog(tmp_path / "logs")
+    log([{"role": "user", "content": [part]}])
+    log.close()
+    text = (tmp_path / "logs" / "prompts.jsonl").read_text()
+    assert "data:image/png;base64,[3,004 bytes]" in text and data[:40] not in text
 
 
 def test_log_files_rotate_and_backups_stay_private(tmp_path: Path) -> None:

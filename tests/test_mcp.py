@@ -174,7 +174,10 @@ def test_comment_keys_are_ignored() -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"command": "x", "argz": []}, r"unknown field 'argz' \(allowed: command, args, env, cwd"),
+        (
+            {"command": "x", "argz": []},
+            r"unknown field 'argz' \(allowed: command, args, env, envFile, cwd",
+        ),
         ({"url": "http://h", "command": "x"}, "has both 'command' and 'url'"),
         ({"args": []}, "needs 'command'"),
         ({"command": "x", "args": "-v"}, "field 'args' must be a list of strings"),
@@ -255,6 +258,27 @@ def test_a_vs_code_file_loads(tmp_path: Path) -> None:
     path.write_text(json.dumps(vscode))
     servers, base = load_config(path)
     assert parse_server(servers["fs"], {}, base) == StdioServer("run", (".",))
+
+
+@needs_proc
+async def test_a_vs_code_env_file_reaches_the_server(tmp_path: Path) -> None:
+    (tmp_path / "server.env").write_text(f"TINY_MARKER={tmp_path / 'started'}\nMODE=file\n")
+    entry = {
+        "type": "stdio",
+        "command": "python",
+        "args": [str(SERVERS / "tiny_server.py")],
+        "envFile": "server.env",
+        "env": {"MODE": "entry"},
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"servers": {"tiny": entry}}))
+    servers, base = load_config(path)
+    assert parse_server(servers["tiny"], {}, base).env["MODE"] == "entry"  # env wins
+    async with McpManager(path, ToolRegistry()) as manager:
+        assert await manager.wait_ready(PATIENT)
+    assert (tmp_path / "started").read_text().strip().isdigit()  # the server got the file's vars
+    with pytest.raises(ConfigError, match=r"envFile .*nope\.env' is not a file"):
+        parse_server({**entry, "envFile": "nope.env"}, {}, base)
 
 
 def test_a_token_in_a_bad_url_is_not_shown() -> None:
@@ -382,7 +406,7 @@ async def test_failing_servers_fail_alone_and_quickly() -> None:
             "silent: failed — no answer to the MCP handshake within 1 s",
             "keyless: failed — environment variable SEELEN_TEST_UNSET is not set (used in auth)",
             "typo: failed — unknown field 'argv' "
-            "(allowed: command, args, env, cwd, type, transport, disabled)",
+            "(allowed: command, args, env, envFile, cwd, type, transport, disabled)",
             "off: disabled",
         ]
         assert sorted(events) == sorted(
@@ -696,9 +720,9 @@ async def test_a_task_only_tool_is_not_offered() -> None:
     async with McpManager({"mcpServers": {"tiny": tiny}}, registry) as manager:
         assert await manager.wait_ready(PATIENT)
         assert [s.line() for s in manager.status()] == [
-            "tiny: ready (2 tools; 1 task-only not offered)"
+            "tiny: ready (4 tools; 1 task-only not offered)"
         ]
-        assert sorted(registry.names()) == ["tiny_crash", "tiny_echo"]
+        assert sorted(registry.names()) == ["tiny_crash", "tiny_echo", "tiny_picture", "tiny_slow"]
 
 
 async def test_resources_can_be_read_through_a_tool() -> None:

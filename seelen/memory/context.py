@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -189,3 +189,53 @@ def turn_message(turn: Turn) -> dict[str, Any]:
             ],
         }
     return {"role": turn.role, "content": turn.text}
+
+
+# Images sent in one request: the newest 8. Hosted APIs take many more (Anthropic's 100);
+# a local vision model (llama.cpp) encodes each image for seconds, so a handful is the
+# useful amount for one answer.
+MAX_IMAGES = 8
+
+
+def with_images(
+    messages: list[dict[str, Any]], images: Mapping[str, Sequence[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """`messages` with the images of tool results (by tool call id) shown to the model.
+
+    The OpenAI chat format allows no images in `tool` messages, so each round's images follow
+    its results as one `user` message of `image_url` parts, each named by its call.
+    """
+    budget = MAX_IMAGES
+    out: list[dict[str, Any]] = []
+    for index in range(len(messages) - 1, -1, -1):  # newest first, so the cap keeps them
+        message = messages[index]
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        if message["role"] == "tool" and (following is None or following["role"] != "tool"):
+            parts, budget = _round_images(messages, index, images, budget)
+            if parts:
+                out.append({"role": "user", "content": parts})
+        out.append(message)
+    out.reverse()
+    return out
+
+
+def _round_images(
+    messages: list[dict[str, Any]],
+    last: int,
+    images: Mapping[str, Sequence[dict[str, Any]]],
+    budget: int,
+) -> tuple[list[dict[str, Any]], int]:
+    """The content parts for the images of the tool results ending at `messages[last]`."""
+    first = last
+    while first > 0 and messages[first - 1]["role"] == "tool":
+        first -= 1
+    parts: list[dict[str, Any]] = []
+    for message in messages[first : last + 1]:
+        call_id = message.get("tool_call_id", "")
+        shown = list(images.get(call_id, ()))[:budget]
+        if shown:
+            label = f"Images from the result of tool call {call_id}:"
+            parts.append({"type": "text", "text": label})
+            parts.extend(shown)
+            budget -= len(shown)
+    return parts, budget

@@ -4,24 +4,24 @@ The config file is read by `seelen.tools.mcp_config`. An entry may also be a rea
 transport or server object (embedding, tests).
 
 Each server gets its own fastmcp `Client`; tools are exposed as `<server>_<tool>` (see
-`exposed_names`), which is stable however many servers are configured.
+`exposed_names`), which is stable however many servers are configured. What a server offers
+is cached on disk (`seelen.tools.mcp_cache`), so a server whose offer is known starts only
+when one of its tools is called.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seelen.errors import ConfigError, ToolError
-from seelen.logs import close_logger, file_logger, mask_url, private_dir, redact
+from seelen.logs import close_logger, mask_url, redact
 from seelen.tools.base import ToolRegistry, ToolSpec
+from seelen.tools.mcp_cache import Offer, ToolCache, config_digest, offer_of
 from seelen.tools.mcp_config import (
     RemoteServer,
     StdioServer,
@@ -32,12 +32,8 @@ from seelen.tools.mcp_config import (
     parse_server,
 )
 from seelen.tools.mcp_content import (
-    INVALID_NAME_CHARS,
-    LOG_LEVELS,
-    NOTE_FORMAT,
     ToolProgress,
     exposed_names,
-    needs_tasks,
     render_result,
 )
 from seelen.tools.mcp_link import (
@@ -49,6 +45,7 @@ from seelen.tools.mcp_link import (
     resource_spec,
     stderr_note,
 )
+from seelen.tools.mcp_transport import ClientMaker, import_fastmcp
 
 __all__ = [
     "McpManager",
@@ -97,11 +94,19 @@ class ServerStatus:
             return f"{self.name}: ready ({self.tools} tool{'s' * (self.tools != 1)}{skipped})"
         if self.state == "failed":
             return f"{self.name}: failed — {self.reason}"
+        if self.state == "idle":
+            count = f"{self.tools} tool{'s' * (self.tools != 1)}"
+            return f"{self.name}: not started ({count} known; it starts on first use)"
         return f"{self.name}: {self.state}"
 
 
 class McpManager:
-    """Connects the configured MCP servers in the background and registers their tools."""
+    """Registers the tools of the configured MCP servers and connects the servers.
+
+    With a `cache_file`, a server whose tool list is cached (for its current config) is not
+    started: its tools are offered at once and it starts on the first call of one of them,
+    or when `connect_all` asks. Other servers connect in the background at `start`.
+    """
 
     def __init__(
         self,
@@ -114,6 +119,7 @@ class McpManager:
         environ: Mapping[str, str] | None = None,
         log_dir: str | Path | None = None,
         on_progress: Callable[[ToolProgress], None] | None = None,
+        cache_file: str | Path | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -123,12 +129,12 @@ class McpManager:
         # A running tool's progress notifications (the front-end shows them; never printed).
         self.on_progress = on_progress
         self.environ = os.environ if environ is None else environ
-        self._log_dir = Path(log_dir) if log_dir is not None else None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._clients = ClientMaker(self.environ, init_timeout, log_dir)
         self._servers: list[ServerLink] = []
         self._closers: set[asyncio.Task[None]] = set()
         self._importing: asyncio.Task[None] | None = None
         self._started = False
+        self._cache = ToolCache(Path(cache_file)) if cache_file is not None else None
 
     async def __aenter__(self) -> McpManager:
         self.start()
@@ -138,7 +144,7 @@ class McpManager:
         await self.aclose()
 
     def start(self) -> None:
-        """Read the config and start connecting every server; returns at once.
+        """Read the config, offer the cached tools, connect the other servers; returns at once.
 
         Needs a running event loop. An unreadable or invalid config file raises `ConfigError`;
         a bad entry only fails that server.
@@ -160,7 +166,36 @@ class McpManager:
             except ConfigError as exc:
                 self._fail(server, str(exc))
                 continue
-            server.task = loop.create_task(self._connect(server), name=f"mcp:{name}")
+            offer = self._cached(server)
+            if offer is not None:
+                self._register(server, offer, "idle")
+            else:
+                server.task = loop.create_task(self._connect(server), name=f"mcp:{name}")
+
+    def connect_all(self) -> None:
+        """Start every server not started yet, in the background (needs the event loop)."""
+        for server in self._servers:
+            if server.state == "idle":
+                self._begin(server)
+
+    async def ensure(self, server: ServerLink) -> None:
+        """Start an idle server and wait until it is ready or failed (a call needs it)."""
+        if server.state == "idle":
+            self._begin(server)
+        if server.task is not None:
+            await asyncio.shield(server.task)  # a cancelled call leaves the connection going
+
+    def _begin(self, server: ServerLink) -> None:
+        server.state = "connecting"
+        server.task = asyncio.get_running_loop().create_task(
+            self._connect(server), name=f"mcp:{server.name}"
+        )
+
+    def _cached(self, server: ServerLink) -> Offer | None:
+        server.digest = config_digest(server.entry)
+        if self._cache is None or server.digest is None:
+            return None
+        return self._cache.get(server.name, server.digest)
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every server is ready or failed; False if `timeout` ran out first."""
@@ -185,17 +220,15 @@ class McpManager:
             await asyncio.wait(self._closers)
         for server in self._servers:
             self.registry.remove_source(f"mcp:{server.name}")
-            if server.state in ("connecting", "ready"):
+            if server.state in ("idle", "connecting", "ready"):
                 server.state, server.reason = "failed", "closed"
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        self._clients.cleanup()
 
     async def _connect(self, server: ServerLink) -> None:
         try:
             # Importing fastmcp takes a second or more: in a thread, so the prompt stays live.
             await asyncio.shield(self._imports())
-            server.client = self._client(server)
+            server.client = self._clients.client(server)
             async with asyncio.timeout(self.init_timeout):
                 await server.client.__aenter__()
                 listed = await server.client.list_tools()
@@ -205,123 +238,60 @@ class McpManager:
             await self._close(server, report=False)
             self._fail(server, self._reason(server, exc))
             return
-        self._register(server, listed, resources)
+        offer = offer_of(listed, resources, server.name)
+        self._register(server, offer, "ready")
+        self._remember(server, offer)
+
+    def _remember(self, server: ServerLink, offer: Offer) -> None:
+        """Cache what a live server offers, when it is new or the cached list is stale."""
+        if self._cache is None or server.digest is None:
+            return
+        if self._cache.get(server.name, server.digest) == offer:
+            return
+        try:
+            self._cache.put(server.name, server.digest, offer, [s.name for s in self._servers])
+        except OSError as exc:  # the tools work; only the next start will connect again
+            if self.on_event is not None:
+                self.on_event(f"could not cache the tools of MCP server {server.name!r}: {exc}")
 
     async def _resources(self, client: Any) -> list[Any]:
-        """The server's resources, when it says it has any."""
+        """The server's resources and resource templates, when it says it has any."""
         capabilities = client.server_capabilities
         if capabilities is None or getattr(capabilities, "resources", None) is None:
             return []
-        return list(await client.list_resources())
+        found = list(await client.list_resources())
+        try:
+            # Templates first: few, and each stands for many resources.
+            return list(await client.list_resource_templates()) + found
+        except Exception:  # optional in the protocol: a server may not answer it
+            return found
 
     def _imports(self) -> asyncio.Task[None]:
         if self._importing is None:
             self._importing = asyncio.get_running_loop().create_task(
-                asyncio.to_thread(_import_fastmcp)
+                asyncio.to_thread(import_fastmcp)
             )
         return self._importing
 
-    def _register(self, server: ServerLink, listed: list[Any], resources: list[Any]) -> None:
+    def _register(self, server: ServerLink, offer: Offer, state: State) -> None:
+        """Offer the server's tools (again, after a live listing) under stable names."""
         source = f"mcp:{server.name}"
-        offered = [t for t in listed if not needs_tasks(t)]
-        own = [t.name for t in offered]
+        self.registry.remove_source(source)
+        own = [t.name for t in offer.tools]
         # A server's own tool named read_resource wins over the built-in reader.
-        reader = bool(resources) and RESOURCE_TOOL not in own
+        reader = bool(offer.resources) and RESOURCE_TOOL not in own
         names = exposed_names(server.name, own + [RESOURCE_TOOL] * reader, self.registry.names())
         count = 0
-        for item in offered:
+        for item in offer.tools:
             if names[item.name] in self.registry.names():
                 continue  # a duplicate name in the server's own listing
-            schema = dict(item.input_schema or {})
-            schema.setdefault("type", "object")
-            text = item.description or item.title or f"{item.name} (MCP server {server.name})"
-            spec = ToolSpec(names[item.name], text, schema, source, item.name, self.call_timeout)
+            name, timeout = names[item.name], self.call_timeout
+            spec = ToolSpec(name, item.description, item.schema, source, item.name, timeout)
             count += self.registry.add(McpTool(spec, server, self))
         if reader:
-            spec = resource_spec(names[RESOURCE_TOOL], server.name, resources)
+            spec = resource_spec(names[RESOURCE_TOOL], server.name, offer.resources)
             count += self.registry.add(ResourceReader(spec, server, self))
-        server.state, server.tools = "ready", count
-        server.skipped = len(listed) - len(offered)
-
-    def _client(self, server: ServerLink) -> Any:
-        from fastmcp import Client  # imported by `_import_fastmcp` in a thread; cheap here
-
-        entry = server.entry
-        if isinstance(entry, StdioServer):
-            transport = self._stdio_transport(server, entry)
-        elif isinstance(entry, RemoteServer):
-            transport = self._remote_transport(server, entry)
-        else:
-            transport = entry  # a ready transport or an in-process server object
-        server.log = server.log or self._log_path(server.name)
-        if server.notes is None:
-            server.notes = file_logger(f"mcp.{server.name}", server.log, (), NOTE_FORMAT)
-        return Client(
-            transport, init_timeout=self.init_timeout, log_handler=self._log_handler(server)
-        )
-
-    def _log_handler(self, server: ServerLink) -> Callable[[Any], Any]:
-        """Server log notifications go to its log file, never to the chat or stderr."""
-
-        async def handle(message: Any) -> None:
-            if server.notes is not None:
-                where = f"[{message.logger}] " if message.logger else ""
-                level = LOG_LEVELS.get(str(message.level).lower(), logging.INFO)
-                server.notes.log(level, "%s%s", where, message.data)
-
-        return handle
-
-    def _stdio_transport(self, server: ServerLink, entry: StdioServer) -> Any:
-        from fastmcp.client.transports import StdioTransport
-
-        search_path = entry.env.get("PATH", self.environ.get("PATH", os.defpath))
-        if os.sep in entry.command:
-            found = os.access(Path(entry.cwd or ".", entry.command), os.X_OK)
-        else:
-            found = shutil.which(entry.command, path=search_path) is not None
-        if not found:
-            raise ToolError(f"command {entry.command!r} not found")
-        server.log = server.log or self._log_path(server.name)
-        return StdioTransport(
-            entry.command,
-            list(entry.args),
-            env=entry.env or None,
-            cwd=entry.cwd,
-            keep_alive=False,  # fastmcp would otherwise keep the process after the client closes
-            log_file=server.log,  # the server's stderr would scribble over the prompt
-        )
-
-    def _remote_transport(self, server: ServerLink, entry: RemoteServer) -> Any:
-        import httpx2  # fastmcp's HTTP client library
-        from fastmcp.client.auth.bearer import BearerAuth
-        from fastmcp.client.transports import SSETransport, StreamableHttpTransport
-
-        async def remember_error(response: Any) -> None:
-            # fastmcp reports a 401 as "Server returned an error response"; keep the status
-            if response.status_code >= 400:
-                server.http_error = f"HTTP {response.status_code} {response.reason_phrase}"
-
-        def http_client(**kwargs: Any) -> Any:
-            kwargs.setdefault("timeout", httpx2.Timeout(30.0, read=300.0))
-            client = httpx2.AsyncClient(**kwargs)
-            client.event_hooks["response"].append(remember_error)
-            return client
-
-        kind = SSETransport if entry.transport == "sse" else StreamableHttpTransport
-        # A BearerAuth object, not the bare string: fastmcp reads the string "oauth" as a flow
-        auth = BearerAuth(entry.auth) if entry.auth else None
-        return kind(entry.url, headers=entry.headers, auth=auth, httpx_client_factory=http_client)
-
-    def _log_path(self, name: str) -> Path:
-        if self._log_dir is None:
-            self._tmp = self._tmp or tempfile.TemporaryDirectory(prefix="seelen-mcp-")
-            folder = Path(self._tmp.name)
-        else:
-            folder = private_dir(self._log_dir)
-        path = folder / f"mcp-{INVALID_NAME_CHARS.sub('_', name)}.log"
-        # Created 0600 before the server's stderr is sent there (the child opens it too).
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-        return path
+        server.state, server.tools, server.skipped = state, count, offer.skipped
 
     def _reason(self, server: ServerLink, exc: BaseException) -> str:
         if isinstance(exc, ToolError | ConfigError):
@@ -365,24 +335,3 @@ class McpManager:
         except Exception as exc:  # closing must go on for the other servers; say what happened
             if report and self.on_event is not None:
                 self.on_event(f"MCP server {server.name!r} did not close cleanly: {describe(exc)}")
-
-
-def _import_fastmcp() -> None:
-    """Import what MCP connections need, in a worker thread, so the event loop never waits.
-
-    Besides fastmcp, two libraries load lazily on first use: anyio's asyncio backend (first
-    connection) and jsonschema (first tool result); in the loop they stalled it ~0.3 s.
-    """
-    import anyio
-    import fastmcp.client.auth.bearer
-    import fastmcp.client.transports  # noqa: F401
-    import httpx2  # noqa: F401
-    import jsonschema  # noqa: F401
-
-    anyio.run(anyio.sleep, 0)  # loads anyio's asyncio backend (private module) the public way
-    # fastmcp sends its own log records to stderr, i.e. into the chat: keep them out.
-    chatter = logging.getLogger("fastmcp")
-    for handler in list(chatter.handlers):
-        chatter.removeHandler(handler)
-    chatter.addHandler(logging.NullHandler())
-    chatter.propagate = False

@@ -4,7 +4,8 @@ The file is written the way other MCP clients write theirs:
 - Claude Desktop / Claude Code / Cursor: `{"mcpServers": {name: entry}}`;
 - VS Code: `{"servers": {name: entry}}` (its `inputs` list is ignored; `${input:…}` is not
   supported: use `${VAR}`).
-A stdio entry has `command`, `args`, `env`, `cwd`; a remote entry has `url` (or Windsurf's
+A stdio entry has `command`, `args`, `env`, `cwd` and VS Code's `envFile` (a .env file
+whose variables the server gets; `env` wins over it); a remote entry has `url` (or Windsurf's
 `serverUrl`), `headers` and a bearer token as `auth` or `bearerToken`. `type` or
 `transport` says which: "stdio", "http" (streamable HTTP, the default for a URL) or "sse" (the
 default for a URL ending in /sse). `"disabled": true` skips an entry; keys starting with "_"
@@ -27,7 +28,7 @@ from typing import Any, Literal
 from seelen.errors import ConfigError
 from seelen.logs import mask_url
 
-STDIO_FIELDS = ("command", "args", "env", "cwd", "type", "transport", "disabled")
+STDIO_FIELDS = ("command", "args", "env", "envFile", "cwd", "type", "transport", "disabled")
 REMOTE_FIELDS = ("url", "headers", "auth", "bearerToken", "type", "transport", "disabled")
 PYTHON_ALIASES = ("python", "python3")
 DEFAULT_FILE = "mcp_servers.json"
@@ -196,6 +197,8 @@ def _parse_stdio(raw: Mapping[str, Any], environ: Mapping[str, str], base: Path 
         raise ConfigError("field 'command' is empty")
     args = tuple(expand_vars(a, environ, f"args[{i}]") for i, a in enumerate(_strings(raw)))
     env = {k: expand_vars(v, environ, f"env.{k}") for k, v in _mapping(raw, "env").items()}
+    if "envFile" in raw:
+        env = {**_env_file(expand_vars(_string(raw, "envFile"), environ, "envFile"), base), **env}
     cwd = expand_vars(_string(raw, "cwd"), environ, "cwd") if "cwd" in raw else None
     if cwd is not None and base is not None:
         cwd = str(base / cwd)  # relative to the config file, not to wherever Seelen was started
@@ -223,6 +226,22 @@ def _parse_remote(
     key = "bearerToken" if "bearerToken" in raw else "auth"
     auth = expand_vars(_string(raw, key), environ, key) if key in raw else ""
     return RemoteServer(url, "sse" if kind == "sse" else "http", headers, auth)
+
+
+def _env_file(name: str, base: Path | None) -> dict[str, str]:
+    """The variables of VS Code's `envFile` (relative to the config file), as `.env` reads."""
+    from dotenv import dotenv_values
+
+    path = Path(name).expanduser()
+    if base is not None and not path.is_absolute():
+        path = base / path
+    if not path.is_file():
+        raise ConfigError(f"envFile {str(path)!r} is not a file")
+    try:
+        values = dotenv_values(path, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"envFile {str(path)!r} cannot be read: {exc}") from None
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def _string(raw: Mapping[str, Any], key: str) -> str:

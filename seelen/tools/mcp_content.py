@@ -15,7 +15,7 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,13 +153,10 @@ def _size(data: str) -> int:
     return len(data) * 3 // 4 - data[-2:].count("=")  # base64 → bytes (padding is not data)
 
 
-def resource_catalogue(resources: list[Any], limit: int = 30) -> str:
-    """The resources a server offers, one per line, for the read tool's description."""
-    lines = []
-    for item in resources[:limit]:
-        about = item.description or getattr(item, "title", None) or item.name or ""
-        first = about.strip().splitlines()[0][:100] if about.strip() else ""
-        lines.append(f"- {item.uri}" + (f": {first}" if first else ""))
+def resource_catalogue(resources: Sequence[Any], limit: int = 30) -> str:
+    """The resources a server offers (each with `uri` and `about`), one per line, for the
+    read tool's description."""
+    lines = [f"- {r.uri}" + (f": {r.about}" if r.about else "") for r in resources[:limit]]
     if len(resources) > limit:
         lines.append(f"- … and {len(resources) - limit} more")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
-"""The tools of one connected MCP server: its own tools, and `<server>_read_resource`.
+"""The tools of one MCP server: its own tools, and `<server>_read_resource`.
 
 `ServerLink` is one configured server as the manager tracks it; the tools here call
-through its client and tell the manager when the connection is gone.
+through its client, ask the manager to start a server that is not running yet ("idle": its
+tools came from the cache), and tell the manager when the connection is gone.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -24,7 +25,7 @@ from seelen.tools.mcp_content import (
     resource_catalogue,
 )
 
-State = Literal["connecting", "ready", "failed", "disabled"]
+State = Literal["idle", "connecting", "ready", "failed", "disabled"]
 
 
 class Owner(Protocol):
@@ -35,6 +36,10 @@ class Owner(Protocol):
 
     def _lost(self, server: ServerLink, exc: BaseException) -> None:
         """The server's connection died during a call."""
+        ...
+
+    async def ensure(self, server: ServerLink) -> None:
+        """Start an idle server (or wait for one that is connecting)."""
         ...
 
 
@@ -53,6 +58,7 @@ class ServerLink:
     http_error: str = ""
     skipped: int = 0
     notes: logging.Logger | None = None  # the server's log notifications, into `log`
+    digest: str | None = None  # of its config entry: the key of its cached tool list
 
 
 class McpTool:
@@ -65,9 +71,7 @@ class McpTool:
 
     async def call(self, arguments: dict[str, Any]) -> str:
         """Call the tool on its server; an `isError` result or a lost server raises `ToolError`."""
-        server, client = self._server, self._server.client
-        if server.state != "ready" or client is None:
-            raise ToolError(f"MCP server {server.name!r} is not connected")
+        server, client = self._server, await self._client()
         try:
             result = await self._send(client, arguments)
         except Exception as exc:  # becomes the tool's error outcome; a dead link also a status
@@ -78,6 +82,16 @@ class McpTool:
         if result.is_error:
             raise ToolError(text or f"MCP tool {self.spec.origin_name!r} reported an error")
         return text
+
+    async def _client(self) -> Any:
+        """The server's client, starting the server first if its tools came from the cache."""
+        server = self._server
+        if server.state in ("idle", "connecting"):
+            await self._manager.ensure(server)
+        if server.state != "ready" or server.client is None:
+            why = f": {server.reason}" if server.reason else ""
+            raise ToolError(f"MCP server {server.name!r} is not connected{why}")
+        return server.client
 
     async def _send(self, client: Any, arguments: dict[str, Any]) -> Any:
         async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -100,9 +114,7 @@ class ResourceReader(McpTool):
         uri = arguments.get("uri")
         if not isinstance(uri, str) or not uri:
             raise ToolError("missing required argument 'uri'")
-        server, client = self._server, self._server.client
-        if server.state != "ready" or client is None:
-            raise ToolError(f"MCP server {server.name!r} is not connected")
+        server, client = self._server, await self._client()
         try:
             async with asyncio.timeout(self._manager.call_timeout):
                 contents = await client.read_resource(uri)
@@ -111,7 +123,8 @@ class ResourceReader(McpTool):
         return render_resource(contents)
 
 
-def resource_spec(name: str, server: str, resources: list[Any]) -> ToolSpec:
+def resource_spec(name: str, server: str, resources: Sequence[Any]) -> ToolSpec:
+    """The read tool of a server that offers `resources` (each with `uri` and `about`)."""
     text = f"Read a resource of the MCP server {server!r} by its URI. Offered:\n"
     schema = {
         "type": "object",

@@ -1,0 +1,92 @@
+"""What one turn yields, as data: the agent produces these events and the front-ends
+(the REPL, `ask`, the owner's wire) render them. Nothing here does I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from seelen.knowledge import Passage
+    from seelen.memory.recall import RecallResult
+    from seelen.tools.base import ToolOutcome
+    from seelen.tools.mcp_content import ToolProgress
+
+
+@dataclass(frozen=True)
+class Recalled:
+    result: RecallResult
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True)
+class ToolProgressed:
+    """A running tool reported how far it is (MCP progress notifications)."""
+
+    progress: ToolProgress
+
+
+@dataclass(frozen=True)
+class TurnUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is not part of the reply."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The turn could not be answered; the user's words are saved and `/retry` works."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class KnowledgeUsed:
+    """Passages of the user's notes that were in the prompt of this reply."""
+
+    passages: Sequence[Passage]
+
+
+@dataclass(frozen=True)
+class Done:
+    text: str
+    interrupted: bool = False
+
+
+Event = (
+    Recalled
+    | TextDelta
+    | ToolStarted
+    | ToolFinished
+    | ToolProgressed
+    | TurnUsage
+    | Notice
+    | Failed
+    | KnowledgeUsed
+    | Done
+)

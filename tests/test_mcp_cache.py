@@ -1,0 +1,209 @@
+"""MCP servers start lazily: their tool lists are cached on disk, keyed by their config."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+from model_server import ModelServer, Reply
+from rich.console import Console
+
+from seelen.agent import ToolFinished
+from seelen.answer import AnswerPrinter
+from seelen.app import build_app
+from seelen.config import load_settings
+from seelen.oneshot import answer_once
+from seelen.repl import Repl
+from seelen.tools.base import ToolCall, ToolRegistry
+from seelen.tools.mcp import McpManager
+
+SERVERS = Path(__file__).resolve().parent / "servers"
+PATIENT = 30.0  # real subprocesses start slowly on a busy machine
+
+
+def tiny(marker: Path, **env: str) -> dict:
+    """The tiny stdio server, noting each start in `marker`."""
+    return {
+        "command": "python",
+        "args": [str(SERVERS / "tiny_server.py")],
+        "env": {"TINY_MARKER": str(marker), **env},
+    }
+
+
+def starts(marker: Path) -> int:
+    return len(marker.read_text().split()) if marker.exists() else 0
+
+
+async def call(registry: ToolRegistry, name: str, arguments: dict | None = None):
+    return (await registry.run_all([ToolCall("1", name, json.dumps(arguments or {}))]))[0]
+
+
+async def run_once(config: dict, cache: Path, *, wait: bool = True) -> McpManager:
+    manager = McpManager(config, ToolRegistry(), cache_file=cache, init_timeout=PATIENT)
+    manager.start()
+    if wait:
+        assert await manager.wait_ready(PATIENT)
+    return manager
+
+
+async def test_a_cached_server_is_offered_at_once_and_started_by_its_first_call(
+    tmp_path: Path,
+) -> None:
+    marker, cache = tmp_path / "starts", tmp_path / "profile" / "mcp_tools.json"
+    config = {"mcpServers": {"tiny": tiny(marker)}}
+    first = await run_once(config, cache)  # no cache yet: connects, as before
+    assert starts(marker) == 1 and first.status()[0].state == "ready"
+    await first.aclose()
+    assert oct(cache.stat().st_mode & 0o777) == "0o600"
+    assert "tiny_server" not in cache.read_text()  # only a digest of the config is kept
+
+    second = await run_once(config, cache)
+    offered = sorted(second.registry.names())
+    assert offered == ["tiny_crash", "tiny_echo", "tiny_picture", "tiny_slow"]
+    assert second.status()[0].line() == "tiny: not started (4 tools known; it starts on first use)"
+    await asyncio.sleep(0.5)  # time enough for a server process to have started
+    assert starts(marker) == 1
+    outcome = await call(second.registry, "tiny_echo", {"text": "hello"})
+    assert (outcome.ok, outcome.content) == (True, "hello")
+    assert starts(marker) == 2 and second.status()[0].state == "ready"
+    await second.aclose()
+
+
+async def test_a_config_change_invalidates_the_cached_list(tmp_path: Path) -> None:
+    marker, cache = tmp_path / "starts", tmp_path / "mcp_tools.json"
+    await (await run_once({"mcpServers": {"tiny": tiny(marker)}}, cache)).aclose()
+    changed = {"mcpServers": {"tiny": tiny(marker, MODE="other")}}
+    manager = await run_once(changed, cache, wait=False)
+    assert manager.status()[0].state == "connecting"  # not offered from the stale entry
+    assert await manager.wait_ready(PATIENT)
+    assert starts(marker) == 2 and "tiny_echo" in manager.registry.names()
+    await manager.aclose()
+    again = await run_once(changed, cache)  # the new config's list is now the cached one
+    assert again.status()[0].state == "idle" and starts(marker) == 2
+    await again.aclose()
+
+
+async def test_disabled_tools_stay_hidden_when_offered_from_the_cache(tmp_path: Path) -> None:
+    marker, cache = tmp_path / "starts", tmp_path / "mcp_tools.json"
+    config = {"mcpServers": {"tiny": tiny(marker)}}
+    await (await run_once(config, cache)).aclose()
+    registry = ToolRegistry(disabled=["tiny_c*", "tiny_slow"])
+    manager = McpManager(config, registry, cache_file=cache)
+    manager.start()
+    assert sorted(registry.names()) == ["tiny_echo", "tiny_picture"]
+    assert manager.status()[0].tools == 2
+    await manager.aclose()
+
+
+async def test_a_live_connection_refreshes_a_stale_list(tmp_path: Path) -> None:
+    marker, cache = tmp_path / "starts", tmp_path / "mcp_tools.json"
+    config = {"mcpServers": {"tiny": tiny(marker)}}
+    await (await run_once(config, cache)).aclose()
+    data = json.loads(cache.read_text())
+    offer = data["servers"]["tiny"]["offer"]
+    offer["tools"] = [t for t in offer["tools"] if t["name"] == "echo"]  # as an older server
+    cache.write_text(json.dumps(data))
+    manager = await run_once(config, cache)
+    assert sorted(manager.registry.names()) == ["tiny_echo"]
+    assert (await call(manager.registry, "tiny_echo", {"text": "x"})).ok
+    assert "tiny_picture" in manager.registry.names()  # the live list replaced the stale one
+    names = [t["name"] for t in json.loads(cache.read_text())["servers"]["tiny"]["offer"]["tools"]]
+    assert sorted(names) == ["crash", "echo", "picture", "slow"]
+    await manager.aclose()
+
+
+async def test_a_cached_server_that_fails_to_start_fails_the_call_in_one_line(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "mcp_tools.json"
+    script = tmp_path / "server.py"
+    script.write_text((SERVERS / "tiny_server.py").read_text())
+    config = {"mcpServers": {"gone": {"command": "python", "args": [str(script)]}}}
+    await (await run_once(config, cache)).aclose()
+    script.write_text("raise SystemExit('the server is broken now')\n")
+    events: list[str] = []
+    manager = McpManager(config, ToolRegistry(), cache_file=cache, on_event=events.append)
+    manager.start()
+    outcome = await call(manager.registry, "gone_echo", {"text": "x"})
+    assert not outcome.ok and "MCP server 'gone'" in outcome.content
+    assert "the server is broken now" in outcome.content
+    assert "gone_echo" not in manager.registry.names() and len(events) == 1
+    await manager.aclose()
+
+
+async def test_mcp_server_time_is_offered_from_the_cache_without_a_process(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "mcp_tools.json"
+    args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    config = {"mcpServers": {"time": {"command": sys.executable, "args": args}}}
+    await (await run_once(config, cache)).aclose()
+    before = children()
+    manager = await run_once(config, cache)
+    assert "time_get_current_time" in manager.registry.names()
+    assert children() == before  # no server process was started
+    outcome = await call(manager.registry, "time_get_current_time", {"timezone": "Asia/Tokyo"})
+    assert outcome.ok and "Asia/Tokyo" in outcome.content
+    assert len(children() - before) == 1
+    await manager.aclose()
+
+
+def children() -> set[int]:
+    """Live processes whose parent is this test process."""
+    me, found = os.getpid(), set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+async def test_an_ask_in_this_process_waits_for_no_cached_server(
+    env: ModelServer, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    marker = tmp_path / "starts"
+    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
+    for question in ("first", "second"):
+        env.enqueue(f"answer to {question}")
+        app = build_app(load_settings())
+        await app.open_session()
+        printer = AnswerPrinter(as_json=True, ephemeral=False)
+        assert await answer_once(app, question, printer, ephemeral=False) == 0
+        await app.aclose()
+    assert starts(marker) == 1  # the first ask connected once, to learn the tools
+    offered = {t["function"]["name"] for t in env.chat_requests()[-1]["tools"]}
+    assert "tiny_echo" in offered
+    env.enqueue(Reply(tool_calls=[{"name": "tiny_echo", "arguments": {"text": "hi"}}]), "Done.")
+    app = build_app(load_settings())
+    await app.open_session()
+    app.start_mcp(lambda _: None)
+    events = [e async for e in app.bot.turn("echo hi")]
+    await app.aclose()
+    outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
+    assert outcome.ok and outcome.content == "hi" and starts(marker) == 2
+
+
+async def test_the_interactive_chat_starts_cached_servers_while_the_user_types(
+    env: ModelServer, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    marker = tmp_path / "starts"
+    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
+    states = []
+    for warm in (False, False, True):  # learn the tools; a piped chat; an interactive one
+        app = build_app(load_settings())
+        Repl(app, Console(file=io.StringIO())).start_mcp(warm=warm)
+        states.append(app.mcp.status()[0].state)
+        assert await app.mcp.wait_ready(PATIENT)
+        await app.aclose()
+    assert states == ["connecting", "idle", "connecting"]
+    assert starts(marker) == 2
