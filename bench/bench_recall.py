@@ -43,7 +43,7 @@ from seelen.vectors import VectorIndex, VectorRow
 
 MODES = ("bm25", "vector", "hybrid")
 RAW = ("bm25-raw", "vector-raw")  # one ranker alone, straight from the store / the index
-KINDS = ("planted", "paraphrase-hard", "changed", "time", "chinese", "mixed")
+KINDS = ("planted", "paraphrase-hard", "two-facts", "changed", "time", "chinese", "mixed")
 CHUNK = 5000
 
 
@@ -61,10 +61,12 @@ class Memory:
 
 @dataclass
 class Outcome:
-    """Where one question's answer ranked (None: not in the returned turns)."""
+    """Where one question's answer ranked (None: not in the returned turns); `ranks` holds
+    the rank of each turn the answer needs (two for a two-fact question), `rank` the best."""
 
     kind: str
     rank: int | None
+    ranks: list[int | None]
     stale_rank: int | None
     distractor_first: bool
     session_found: bool
@@ -135,15 +137,19 @@ def evaluate(
     out: dict[str, list[Outcome]] = {m: [] for m in MODES + RAW}
     for q in queries:
         answer = memory.turn_ids[(q.session_key, q.turn_index)]
+        needed = [memory.turn_ids[t] for t in q.supporting()]
         stale = [memory.turn_ids[s] for s in q.stale]
         distractors = {memory.turn_ids[d] for d in q.distractors}
         for mode in out:
             ids, sessions = ranked_ids(memory, recall, embedder, q.question, mode, k)
             stale_ranks = [r for r in (rank_of(ids, s) for s in stale) if r is not None]
+            ranks = [rank_of(ids, t) for t in needed]
+            found = [r for r in ranks if r is not None]
             out[mode].append(
                 Outcome(
                     q.kind,
-                    rank_of(ids, answer),
+                    min(found) if found else None,
+                    ranks,
                     min(stale_ranks) if stale_ranks else None,
                     bool(ids) and ids[0] in distractors,
                     session_of[answer] in sessions,
@@ -152,13 +158,19 @@ def evaluate(
     return out
 
 
+def share_within(o: Outcome, k: int) -> float:
+    """The share of the turns the answer needs that rank in the first `k`."""
+    return sum(1 for r in o.ranks if r is not None and r <= k) / len(o.ranks)
+
+
 def metrics(outcomes: Sequence[Outcome], k: int) -> tuple[float, float, float]:
-    """(recall@5, recall@k, MRR@k) of some outcomes."""
+    """(recall@5, recall@k, MRR@k) of some outcomes: R@k is the share of the supporting turns
+    found (one or none for most questions), MRR the reciprocal rank of the first."""
     if not outcomes:
         return 0.0, 0.0, 0.0
     n = len(outcomes)
-    at5 = sum(1 for o in outcomes if o.rank is not None and o.rank <= 5) / n
-    atk = sum(1 for o in outcomes if o.rank is not None and o.rank <= k) / n
+    at5 = sum(share_within(o, 5) for o in outcomes) / n
+    atk = sum(share_within(o, k) for o in outcomes) / n
     mrr = sum(1 / o.rank for o in outcomes if o.rank is not None) / n
     return at5, atk, mrr
 
@@ -251,8 +263,8 @@ def print_misses(data: Dataset, results: dict[str, list[Outcome]], k: int) -> No
     print(f"\nHybrid misses (not in top {k}) with each ranker's rank of the answer:")
     for i, q in enumerate(data.queries):
         o = results["hybrid"][i]
-        if o.rank is None:
-            ranks = " ".join(f"{m}={results[m][i].rank}" for m in ("bm25", "vector", *RAW))
+        if None in o.ranks:
+            ranks = " ".join(f"{m}={results[m][i].ranks}" for m in ("bm25", "vector", *RAW))
             print(f"  [{q.kind}] {q.question!r}: {ranks}")
 
 
