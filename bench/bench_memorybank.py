@@ -1,7 +1,7 @@
 """Recall on real conversations: MemoryBank (MIT), labelled by hand in memorybank_labels.json.
 
 Usage: python bench/bench_memorybank.py [--data DIR] [--lang en,cn] [--cli] [--limit 10]
-                                        [--embedder local|multilingual]
+                                        [--embedder auto|local|multilingual]
 
 Each person's ten days become one profile: each date a session (archived, no summary: the
 dataset has none), each exchange a user and an assistant turn, dated that day. The profile is
@@ -172,7 +172,10 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="go through the seelen commands")
     parser.add_argument("--limit", type=int, default=10, help="turns listed per question")
     parser.add_argument(
-        "--embedder", default="local", choices=("local", "multilingual"), help="EMBEDDING_PROVIDER"
+        "--embedder",
+        default="auto",
+        choices=("auto", "local", "multilingual"),
+        help="EMBEDDING_PROVIDER (auto: as a user gets it)",
     )
     args = parser.parse_args()
     data = find_data(args.data)

@@ -36,6 +36,7 @@ from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, sca
 
 from seelen.clock import Clock
 from seelen.embed import Embedder, embed_query, make_embedder
+from seelen.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
 from seelen.store import Store
@@ -381,6 +382,15 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
             memory.store.close()
 
 
+def resolve(provider: str, seed: int) -> str:
+    """`auto` as a profile holding the dataset would resolve it (seelen/languages.py)."""
+    if provider != "auto":
+        return provider
+    turns = [t for s in build(seed).sessions for t in s.turns if t.role == "user"]
+    texts = [t.text[:SAMPLE_CHARS] for t in sorted(turns, key=lambda t: -t.ts_ms)]
+    return "multilingual" if needs_multilingual(texts[:SAMPLE_TURNS]) else "local"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse flags and run the chosen parts (both when none is chosen)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -402,12 +412,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--embedder", default="local", choices=("local", "multilingual"), help="local model"
+        "--embedder",
+        default="auto",
+        choices=("auto", "local", "multilingual"),
+        help="local model (auto: chosen from the dataset's user turns, as for a profile)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="list the hybrid misses")
     args = parser.parse_args(argv)
     both = not (args.quality or args.speed)
-    embedder = make_embedder(args.embedder, "", "", "")
+    embedder = make_embedder(resolve(args.embedder, args.seed), "", "", "")
     print(f"Seelen recall bench: {embedder.model_id}, conv_num={args.conv_num}; {load_avg()}")
     if args.quality or both:
         quality(args, embedder)

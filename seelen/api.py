@@ -57,7 +57,7 @@ class Memory:
         return self._ranking.search(query, limit, mode)
 
     def _index(self) -> None:
-        if self._app.index is not None and self._app.index.pending():
+        if self._app.index is not None and self._app.index.behind():
             self._app.index.index_all()
 
     def close(self) -> None:

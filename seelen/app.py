@@ -288,7 +288,7 @@ def build_recall(
     from seelen.vectors import VectorIndex
 
     embedder = make_embedder(
-        settings.embedding_provider,
+        embedding_provider(settings, store, directory / "lancedb"),
         settings.embedding_model,
         provider.base_url or settings.openai_base_url,
         provider.api_key or settings.openai_api_key,
@@ -305,6 +305,22 @@ def build_recall(
         clock=Clock(settings.timezone),
     )
     return indexer, recall
+
+
+def embedding_provider(settings: Settings, store: Store, vectors: Path) -> str:
+    """EMBEDDING_PROVIDER, with `auto` resolved for this profile: the multilingual model once
+    it made the stored vectors or the user writes in a language other than English (see
+    languages.py), else the fast English one. Never back: a switch costs a re-index."""
+    if settings.embedding_provider != "auto":
+        return settings.embedding_provider
+    from seelen.embed import E5Embedder
+    from seelen.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
+    from seelen.vectors.meta import META_FILE, ModelRecord
+
+    if (ModelRecord(vectors / META_FILE).read() or {}).get("model_id") == E5Embedder.model_id:
+        return "multilingual"
+    texts = store.recent_user_texts(SAMPLE_TURNS, SAMPLE_CHARS)
+    return "multilingual" if needs_multilingual(texts) else "local"
 
 
 def recall_tokens(settings: Settings) -> int:

@@ -119,6 +119,11 @@ class Indexer:
         """How many texts wait to be indexed."""
         return self.store.count_unindexed()
 
+    def behind(self) -> bool:
+        """True when texts wait to be indexed, or all of them to be embedded again by
+        another model (EMBEDDING_PROVIDER=auto switched, or the setting changed)."""
+        return self.pending() > 0 or self.needs_reindex()
+
     # -- keeping in step ----------------------------------------------------------------
 
     def index_all(self, progress: Progress | None = None) -> int:
