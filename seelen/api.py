@@ -39,6 +39,7 @@ class Memory:
     def import_json(self, text: str) -> ImportReport:
         """Import a `seelen export --format json` text and index what it added."""
         report = import_export(self._app.store, self._app.files, self._app.clock, text)
+        self._app.follow_language()
         self._index()
         return report
 

@@ -96,6 +96,21 @@ class App:
                 progress(f"archive not finished ({exc}); it is retried at the next start")
         return restored
 
+    def follow_language(self) -> None:
+        """With EMBEDDING_PROVIDER=auto, switch to the multilingual model once the memory
+        asks for it (texts just imported in another language); the next indexing pass then
+        embeds everything again. The objects are shared, so every holder follows."""
+        if self.index is None or self.recall is None or self.settings.embedding_provider != "auto":
+            return
+        from seelen.embed import E5Embedder, make_embedder
+
+        vectors = self.settings.profile_dir / "lancedb"
+        wanted = embedding_provider(self.settings, self.store, vectors)
+        if wanted == "multilingual" and self.recall.embedder.model_id != E5Embedder.model_id:
+            embedder = make_embedder(wanted, "", "", "")
+            self.index.use(embedder)
+            self.recall.embedder = embedder
+
     def forget(self, text_ids: list[str]) -> None:
         """Remove deleted texts from the vector index as well."""
         if text_ids and self.index is not None:

@@ -32,6 +32,7 @@ def read_source(source: str, stdin: IO[str] | None = None) -> str:
 def import_into(app: Any, text: str, console: Any) -> ImportReport:
     """Import an export into the app's profile, then index the new texts with a progress bar."""
     report = import_export(app.store, app.files, app.clock, text)
+    app.follow_language()
     if app.index is not None and app.index.behind():
         index_with_progress(app.index, console)
     return report

@@ -98,30 +98,24 @@ def export(prefix: str, sessions: list[tuple[str, list[str]]]) -> str:
     return json.dumps({"format": "seelen-export", "version": 2, "sessions": out})
 
 
-def test_writing_chinese_switches_auto_to_the_multilingual_model_and_reindexes(
+def test_importing_chinese_switches_auto_to_the_multilingual_model_and_reindexes(
     tmp_path: Path,
 ) -> None:
+    chinese = [
+        "我的猫叫小花，她最喜欢吃金枪鱼。",
+        "今天天气很好，我们去公园散步了。",
+        "明天要早起，今晚得早点睡。",
+    ]
     with Memory.open(tmp_path, "p", TIMEZONE="UTC") as memory:
         memory.import_json(export("en", [("2025-03-01", ENGLISH)]))
         assert memory.recall("bike stolen")["turns"]
         assert memory._app.recall.embedder.model_id == LocalEmbedder().model_id
-        memory.import_json(
-            export(
-                "zh",
-                [
-                    (
-                        "2025-03-02",
-                        [
-                            "我的猫叫小花，她最喜欢吃金枪鱼。",
-                            "今天天气很好，我们去公园散步了。",
-                            "明天要早起，今晚得早点睡。",
-                        ],
-                    )
-                ],
-            )
-        )
-    with Memory.open(tmp_path, "p", TIMEZONE="UTC") as memory:
-        turns = memory.recall("我的宠物叫什么名字？", 3, "vector")["turns"]  # no shared word
+        memory.import_json(export("zh", [("2025-03-02", chinese)]))
+        # Switched at once, in this process: everything is embedded again by the new model.
         assert memory._app.recall.embedder.model_id == E5Embedder.model_id
-        assert turns[0]["text_id"] == "zht0-0"
-        assert memory._app.index.index.stored_model() == E5Embedder.model_id  # re-indexed
+        assert memory._app.index.index.stored_model() == E5Embedder.model_id
+        for question in ("我的宠物叫什么名字？", "What is my cat called?"):  # no shared word
+            assert memory.recall(question, 3, "vector")["turns"][0]["text_id"] == "zht0-0"
+    with Memory.open(tmp_path, "p", TIMEZONE="UTC") as memory:  # and it stays so
+        assert memory._app.recall.embedder.model_id == E5Embedder.model_id
+        assert not memory._app.index.behind()
