@@ -343,6 +343,29 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
         print(f"{asked:>16.1f}{chat:>16.1f}")
 
 
+def print_time_stage(memory: Memory, embedder: Embedder, data: Dataset, conv_num: int) -> None:
+    """The cost of searching inside a named time: hybrid recall of the questions that name
+    a day, with and without that stage (interleaved)."""
+    clock = BenchClock(memory.store.get_session(memory.current).start_ms)
+    made = {
+        "with": Recall(memory.store, memory.index, embedder, conv_num=conv_num, clock=clock),
+        "without": Recall(
+            memory.store, memory.index, embedder, conv_num=conv_num, clock=clock, time_sessions=0
+        ),
+    }
+    asked = [q.question for q in data.queries if q.kind == "time"]
+    times: dict[str, list[float]] = {name: [] for name in made}
+    for q in asked * 3:
+        for name, recall in made.items():
+            started = time.perf_counter()
+            recall.search(q, memory.current)
+            times[name].append((time.perf_counter() - started) * 1000)
+    cells = [
+        f"{n}: median {np.median(t):.1f}, p95 {np.percentile(t, 95):.1f}" for n, t in times.items()
+    ]
+    print(f"{'':12}named-day questions ({len(asked)}), in-time search " + "; ".join(cells) + " ms")
+
+
 def fill_size(
     data: Dataset, pool: dict[str, np.ndarray], directory: Path, dim: int, model_id: str
 ) -> Memory:
@@ -375,9 +398,13 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
             memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
-            recall = Recall(memory.store, memory.index, embedder, conv_num=args.conv_num)
+            clock = BenchClock(memory.store.get_session(memory.current).start_ms)
+            recall = Recall(
+                memory.store, memory.index, embedder, conv_num=args.conv_num, clock=clock
+            )
             times = time_queries(recall, embedder, questions, memory.current)
             print_latency(size, times, short)
+            print_time_stage(memory, embedder, base, args.conv_num)
             print(f"{'':12}after: {load_avg()}")
             memory.store.close()
 

@@ -4,7 +4,8 @@ Two stages, as in the design: the `session_num` most relevant summaries of *othe
 sessions, then the most relevant turns that fit a token budget (at most `conv_num`), found by
 direct turn search. Ranked lists are fused by reciprocal rank: score = Σ weight / (60 + rank).
 A matching summary only lifts its session's turns a little (a low-weight list searched inside
-its session); it never filters, and its turns never outvote the direct search. Turns come out
+its session); it never filters, and its turns never outvote the direct search. A question
+that names a time ("on March 4") is also searched inside that time's sessions. Turns come out
 in the order they were ranked, with the score they were ranked by. The current session is
 never recalled from the index (its turns are in the prompt already).
 
@@ -126,6 +127,7 @@ class Recall:
         bm25_floor: float = BM25_FLOOR,
         weights: dict[str, float] | None = None,
         clock: Clock | None = None,
+        time_sessions: int = TIME_SESSIONS,
     ) -> None:
         self.store = store
         self.clock = clock or Clock()
@@ -136,6 +138,7 @@ class Recall:
         self.token_budget = token_budget
         self.candidates = candidates
         self.bm25_floor = bm25_floor
+        self.time_sessions = time_sessions  # 0: no search inside a named time
         self.weights = {
             "bm25_in_sessions": SESSION_WEIGHT,
             "vector_in_sessions": SESSION_WEIGHT,
@@ -250,13 +253,13 @@ class Recall:
 
     def _sessions_in(self, hint: TimeHint | None, current_session: str | None) -> list[str]:
         """The sessions with turns in the range a question names; none when it names no
-        range, or one so wide that it holds more than TIME_SESSIONS sessions."""
-        if hint is None or hint.start_ms is None or hint.end_ms is None:
+        range, or one so wide that it holds more than `time_sessions` sessions."""
+        if hint is None or hint.start_ms is None or hint.end_ms is None or not self.time_sessions:
             return []
         found = self.store.sessions_in_time(
-            hint.start_ms, hint.end_ms, TIME_SESSIONS + 1, current_session
+            hint.start_ms, hint.end_ms, self.time_sessions + 1, current_session
         )
-        return found if len(found) <= TIME_SESSIONS else []
+        return found if len(found) <= self.time_sessions else []
 
     def _embed(self, query: str, notices: list[str]) -> Any:
         """The query's vector, or None (noted in `notices`) when the embedder fails."""
