@@ -96,12 +96,13 @@ class App:
                 progress(f"archive not finished ({exc}); it is retried at the next start")
         return restored
 
-    def follow_language(self) -> None:
+    def follow_language(self) -> bool:
         """With EMBEDDING_PROVIDER=auto, switch to the multilingual model once the memory
-        asks for it (texts just imported in another language); the next indexing pass then
-        embeds everything again. The objects are shared, so every holder follows."""
+        asks for it (after an import, or an archived session, in another language); the
+        indexer then embeds everything again. The objects are shared, so every holder
+        follows. True when it switched."""
         if self.index is None or self.recall is None or self.settings.embedding_provider != "auto":
-            return
+            return False
         from seelen.embed import E5Embedder, make_embedder
 
         vectors = self.settings.profile_dir / "lancedb"
@@ -110,6 +111,9 @@ class App:
             embedder = make_embedder(wanted, "", "", "")
             self.index.use(embedder)
             self.recall.embedder = embedder
+            self.index.wake()  # a running indexer starts the re-index now
+            return True
+        return False
 
     def forget(self, text_ids: list[str]) -> None:
         """Remove deleted texts from the vector index as well."""

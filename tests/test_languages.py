@@ -119,3 +119,29 @@ def test_importing_chinese_switches_auto_to_the_multilingual_model_and_reindexes
     with Memory.open(tmp_path, "p", TIMEZONE="UTC") as memory:  # and it stays so
         assert memory._app.recall.embedder.model_id == E5Embedder.model_id
         assert not memory._app.index.behind()
+
+
+async def test_a_running_chat_switches_after_a_session_in_another_language(tmp_path: Path) -> None:
+    import asyncio
+    import time
+
+    from seelen.app import build_app
+
+    app = build_app(load_settings({"SEELEN_DATA_DIR": str(tmp_path)}), with_model=False)
+    await app.open_session()
+    app.start_background()  # the indexer thread, as in chat
+    sid = app.store.create_session(status="archived").session_id
+    app.store.add_turns(sid, [("user", t, None, None) for t in ENGLISH])
+    app.index.wake()
+    assert await asyncio.to_thread(app.index.wait_idle, 10)
+    assert not app.follow_language()  # still English
+    sid = app.store.create_session(status="archived").session_id
+    cat = app.store.add_turns(sid, [("user", t, None, None) for t in OTHER[:MIN_OTHER]])[0]
+    assert app.follow_language()
+    deadline = time.monotonic() + 30
+    while app.index.behind() and time.monotonic() < deadline:  # re-indexed in the background
+        await asyncio.sleep(0.05)
+    assert app.index.index.stored_model() == E5Embedder.model_id
+    found = app.recall.search("What is my cat called?", None, "vector").turns
+    assert found[0].text_id == cat.text_id
+    await app.aclose()
