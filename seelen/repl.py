@@ -207,6 +207,8 @@ class Repl:
             result = await self.app.sessions.archive(
                 lambda step: status.update(f"archiving: {step}…")
             )
+        if await asyncio.to_thread(self.app.follow_language):
+            self.console.print("Memory is being embedded again for your language(s)…")
         self._turns = 0
         note = " (resumed)" if result.resumed else ""
         self.console.print(f"[green]Session archived{note}.[/green] A new session begins.")

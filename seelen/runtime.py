@@ -179,8 +179,9 @@ def reindex_all(app: App, progress: Callable[[int, int], None] | None = None) ->
 
 
 def index_now(app: App) -> None:
-    """Index what is pending before a search, so the newest turns are found too."""
-    if app.index is not None and app.index.pending():
+    """Index what is pending before a search, so the newest turns are found too (and all of
+    them again when the embedding model changed)."""
+    if app.index is not None and app.index.behind():
         app.index.index_all()
 
 

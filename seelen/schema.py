@@ -204,6 +204,12 @@ def m006_fts_any_language() -> str:
         """
 
 
+def m007_turn_time() -> str:
+    # Recall finds the sessions that have turns inside a time a question names ("on March 4",
+    # "last week"); without this index that is a scan of every turn.
+    return "CREATE INDEX conversation_time ON conversation(timestamp);"
+
+
 # Each returns its SQL; it runs in one transaction together with the line recording it.
 MIGRATIONS: list[Callable[[], str]] = [
     m001_initial,
@@ -212,6 +218,7 @@ MIGRATIONS: list[Callable[[], str]] = [
     m004_fts_by_session,
     m005_fold_by_seq,
     m006_fts_any_language,
+    m007_turn_time,
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)

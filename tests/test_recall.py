@@ -136,6 +136,18 @@ def test_a_named_time_lifts_the_turn_of_that_day_over_equal_matches(memory: Memo
     assert first[0].text_id == ids[0]
 
 
+def test_a_named_day_is_searched_even_when_its_turn_is_no_candidate(memory: Memory) -> None:
+    dishes = ("soup", "curry", "pie", "stew", "risotto", "ramen", "tacos", "paella")
+    ids = [memory.session([f"Dinner was {dish}, made from scratch"])[0] for dish in dishes]
+    recall, current = memory.recall(candidates=2)  # the direct searches see 2 of 8 dinners
+    for target in (ids[2], ids[5]):
+        day = memory.store.get_turns([target])[target].ts_ms
+        asked = datetime.fromtimestamp(day / 1000, UTC).strftime("%B %-d")
+        first = recall.search(f"What did I cook on {asked}?", current).turns[0]
+        assert first.text_id == target
+        assert {"bm25_in_time", "vector_in_time"} & set(first.sources)  # found inside that day
+
+
 def test_the_multilingual_embedder_finds_meaning_across_languages() -> None:
     from seelen.embed import E5Embedder, LocalEmbedder, embed_query
 

@@ -18,6 +18,7 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
         "m004_fts_by_session",
         "m005_fold_by_seq",
         "m006_fts_any_language",
+        "m007_turn_time",
     ]
     store.close()
     db = sqlite3.connect(tmp_path / "chat_sessions.db")
@@ -64,10 +65,11 @@ def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Pa
     )
     db.close()
     store = Store(tmp_path / "old.db")
-    assert store.applied_migrations()[-3:] == [
+    assert store.applied_migrations()[-4:] == [
         "m004_fts_by_session",
         "m005_fold_by_seq",
         "m006_fts_any_language",
+        "m007_turn_time",
     ]
     assert [text_id for text_id, _ in store.search_turns_text("kayak", 5)] == ["t1"]
     # Chinese stored before the upgrade is searchable after it; the text itself is unaltered.

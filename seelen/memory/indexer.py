@@ -119,6 +119,18 @@ class Indexer:
         """How many texts wait to be indexed."""
         return self.store.count_unindexed()
 
+    def use(self, embedder: Any) -> None:
+        """Embed with `embedder` from now on: the next pass re-indexes everything for it."""
+        with self._run_lock:
+            self.embedder = embedder
+            self.index.model_id, self.index.dim = embedder.model_id, embedder.dim
+            self._repaired = False  # the repair compares models and starts the rebuild
+
+    def behind(self) -> bool:
+        """True when texts wait to be indexed, or all of them to be embedded again by
+        another model (EMBEDDING_PROVIDER=auto switched, or the setting changed)."""
+        return self.pending() > 0 or self.needs_reindex()
+
     # -- keeping in step ----------------------------------------------------------------
 
     def index_all(self, progress: Progress | None = None) -> int:

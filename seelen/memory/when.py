@@ -133,21 +133,38 @@ def _absolute(text: str, today: date) -> tuple[date, date] | None:
     if m:
         day = _date(int(m[1]), int(m[2]), int(m[3]))
         return (day, day + timedelta(1)) if day else None
-    names = "|".join(sorted(_MONTH, key=len, reverse=True))
-    # "may" is also a verb: as a month it needs "in/since/during" before it or a day after it.
-    pattern = re.compile(rf"\b(?:(in|since|during|of) )?({names})\b(?: (\d{{1,2}})\b)?")
-    m = pattern.search(text)
-    while m and m[2] == "may" and not (m[1] or m[3]):
-        m = pattern.search(text, m.end())
-    if not m:
-        return None
-    month = _MONTH[m[2]]
-    year = today.year if month <= today.month else today.year - 1
-    if m[3]:
-        day = _date(year, month, int(m[3]))
+    found = _month_named(text)
+    if found is None:
+        m = re.search(r"\b(?:in|during|since|of) ((?:19|20)\d\d)\b", text)  # "in 2023"
+        return (date(int(m[1]), 1, 1), date(int(m[1]) + 1, 1, 1)) if m else None
+    month, day_of_month, year = found
+    if year is None:
+        year = today.year if month <= today.month else today.year - 1
+    if day_of_month:
+        day = _date(year, month, day_of_month)
         return (day, day + timedelta(1)) if day else None
     start = date(year, month, 1)
     return start, _next_month(start)
+
+
+# "may" is also a verb: as a month it needs "in/since/during/of" before it or a day with it.
+_MONTH_NAMES = "|".join(sorted(_MONTH, key=len, reverse=True))
+_MONTH_PATTERN = re.compile(
+    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?|(in|since|during|of) )?({_MONTH_NAMES})\b"
+    rf"(?: (\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,? ((?:19|20)\d\d)\b)?"
+)
+
+
+def _month_named(text: str) -> tuple[int, int | None, int | None] | None:
+    """(month, day or None, year or None) of the first month named in lowercased `text`:
+    "in May", "May 8", "8th of May", "May 8, 2023", "May 2023"."""
+    m = _MONTH_PATTERN.search(text)
+    while m and m[3] == "may" and not (m[1] or m[2] or m[4] or m[5]):
+        m = _MONTH_PATTERN.search(text, m.end())
+    if not m:
+        return None
+    day = m[1] or m[4]
+    return _MONTH[m[3]], int(day) if day else None, int(m[5]) if m[5] else None
 
 
 def _chinese(text: str, today: date) -> tuple[date, date] | None:

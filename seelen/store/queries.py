@@ -48,6 +48,26 @@ class Lookups:
         )
         return [r[0] for r in rows]
 
+    def sessions_in_time(
+        self, start_ms: int, end_ms: int, limit: int, exclude_session: str | None = None
+    ) -> list[str]:
+        """Up to `limit` ids of sessions with a spoken turn in [start_ms, end_ms)."""
+        rows = self._query(
+            "SELECT DISTINCT session_id FROM conversation WHERE timestamp >= ? AND timestamp < ? "
+            "AND session_id IS NOT ? AND role IN ('user', 'assistant') LIMIT ?",
+            (start_ms, end_ms, exclude_session, limit),
+        )
+        return [r[0] for r in rows]
+
+    def recent_user_texts(self, limit: int, chars: int) -> list[str]:
+        """The first `chars` characters of the newest `limit` user turns."""
+        rows = self._query(
+            "SELECT substr(text, 1, ?) FROM conversation WHERE role = 'user' "
+            "ORDER BY seq DESC LIMIT ?",
+            (chars, limit),
+        )
+        return [r[0] for r in rows]
+
     def count_turns(self) -> int:
         """How many turns are stored in all sessions."""
         return self._query("SELECT count(*) FROM conversation")[0][0]
