@@ -94,7 +94,10 @@ def main() -> None:
                 input=f"my hobby {i} is sailing\n/save\n".encode(),
                 capture_output=True,
             )
-        runs = [one_run(env) for _ in range(args.runs)]
+        runs = []
+        for i in range(args.runs):
+            runs.append(one_run(env))
+            print(f"run {i + 1}: prompt {runs[-1][0]:.3f} s, first answer {runs[-1][1]:.3f} s")
     prompts = [r[0] for r in runs]
     answers = [r[1] for r in runs]
     print(

@@ -68,6 +68,8 @@ class App:
         if self.restored is not None:
             return self.restored
         self.restored = await self.open_session(progress=lambda step: on_line(f"{step}…"))
+        # The first answer needs the model client: import it while the user types.
+        asyncio.get_running_loop().run_in_executor(None, self.model.warm)
         if self.recall is not None:
             self.recall.warm(self.sessions.current.session_id)
         if self.index is not None:

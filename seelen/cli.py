@@ -85,6 +85,9 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
 
     settings = settings_from(profile, model, data_dir)
     console = Console(highlight=False)
+    if sys.stdin.isatty():  # the prompt first; the profile opens behind it
+        run(Repl(None, console, settings=settings).run_terminal())
+        return
 
     async def body(application: Any) -> None:
         from seelen.owner_host import serve_chat
@@ -93,14 +96,8 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
         await repl.start()
         repl.start_mcp()
         async with serve_chat(application, repl.turn_lock, repl.note_remote_answer):
-            if sys.stdin.isatty():
-                console.print(
-                    "[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]"
-                )
-                await repl.run_interactive()
-            else:
-                await repl.wait_for_tools()
-                await repl.run_stream(sys.stdin)
+            await repl.wait_for_tools()
+            await repl.run_stream(sys.stdin)
 
     run(_with_app(settings, body, role="chat"))
 

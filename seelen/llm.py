@@ -102,6 +102,11 @@ class OpenAIChatModel:
             )
         return self._client
 
+    def warm(self) -> None:
+        """Import the openai package now (~0.3-0.5 s), in a thread, while nothing waits."""
+        import openai  # noqa: F401
+        from openai.types.chat import ChatCompletionChunk  # noqa: F401
+
     async def aclose(self) -> None:
         """Close the HTTP connections."""
         if self._client is not None:

@@ -133,6 +133,10 @@ class Recall:
         }
         self._pool: ThreadPoolExecutor | None = None
         self._told: set[str] = set()  # notices already given
+        self._warming: Future[Any] | None = None
+        # False (the chat): while `warm` still loads the embedder and LanceDB (~1 s), recall by
+        # keywords alone, so a line sent right at start does not wait for them.
+        self.wait_for_warm = True
 
     def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
         if self._pool is None:
@@ -152,7 +156,7 @@ class Recall:
             self.embedder.embed(["warm up"])
             self.index.warm()
 
-        self._run(load)
+        self._warming = self._run(load)
 
     def close(self) -> None:
         """Stop the worker threads."""
@@ -257,7 +261,8 @@ class Recall:
         return lists
 
     def _vectors_usable(self) -> bool:
-        return self.index is not None and self.embedder is not None
+        warm = self.wait_for_warm or self._warming is None or self._warming.done()
+        return self.index is not None and self.embedder is not None and warm
 
     def _summaries(self, fused: Fused) -> list[RecalledItem]:
         found = self.store.get_summaries(i for i, _, _ in fused)
