@@ -60,14 +60,21 @@ class App:
     restored: bool | None = None  # set by `start`: whether last time's session came back
 
     async def start(
-        self, on_line: Callable[[str], None] = lambda _: None, *, start_indexer: bool = True
+        self,
+        on_line: Callable[[str], None] = lambda _: None,
+        *,
+        start_indexer: bool = True,
+        finish_archives: bool = True,
     ) -> bool:
-        """Start-up, in order: restore or open the session, finish a half-done archive,
-        re-index after an embedding-model change, warm recall up, start the indexer.
+        """Start-up, in order: restore or open the session, finish a half-done archive
+        (unless the caller does it later: `finish_archives`), re-index after an
+        embedding-model change, warm recall up, start the indexer.
         Returns True when last time's session was restored; a second call does nothing."""
         if self.restored is not None:
             return self.restored
-        self.restored = await self.open_session(progress=lambda step: on_line(f"{step}…"))
+        self.restored = await self.open_session(
+            progress=lambda step: on_line(f"{step}…"), finish_archives=finish_archives
+        )
         # The first answer needs the model client: import it while the user types.
         asyncio.get_running_loop().run_in_executor(None, self.model.warm)
         if self.recall is not None:
@@ -82,7 +89,9 @@ class App:
                 self.index.start()
         return self.restored
 
-    async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
+    async def open_session(
+        self, progress: Callable[[str], None] = lambda _: None, *, finish_archives: bool = True
+    ) -> bool:
         """Open the session to talk in: True when last time's session was restored.
 
         Leftover ephemeral sessions are deleted, and half-done archives are finished; one that
@@ -90,13 +99,18 @@ class App:
         """
         self.forget(await asyncio.to_thread(self.sessions.drop_leftover_ephemeral))
         _, restored = await asyncio.to_thread(self.sessions.open)
+        if finish_archives:
+            await self.finish_archives(progress)
+        return restored
+
+    async def finish_archives(self, progress: Callable[[str], None] = lambda _: None) -> None:
+        """Finish the archives that an earlier process began; a failure is one line."""
         for session in await asyncio.to_thread(self.sessions.pending_archives):
             progress("finishing the archive of an earlier session")
             try:
                 await self.sessions.finish_archive(session, progress)
             except SeelenError as exc:
                 progress(f"archive not finished ({exc}); it is retried at the next start")
-        return restored
 
     def forget(self, text_ids: list[str]) -> None:
         """Remove deleted texts from the vector index as well."""

@@ -59,10 +59,17 @@ async def _with_app(
         runtime = await Runtime.open_observer(settings, on_line=line, ephemeral=ephemeral)
     else:
         # A one-shot ask indexes after its answer (oneshot.py): embedding now would compete
-        # with the answer for the same cores, right when the user waits.
-        runtime = await Runtime.open(settings, role=role, on_line=line, start_indexer=role != "ask")
+        # with the answer for the same cores, right when the user waits. Likewise it finishes
+        # an archive an earlier process began only once the question is saved and answered.
+        later = role == "ask"
+        runtime = await Runtime.open(
+            settings, role=role, on_line=line, start_indexer=not later, finish_archives=not later
+        )
     try:
-        return await body(runtime.app)
+        result = await body(runtime.app)
+        if role == "ask" and not ephemeral:
+            await runtime.app.finish_archives(lambda step: line(f"{step}…"))
+        return result
     finally:
         await runtime.aclose()
 

@@ -132,6 +132,7 @@ class Runtime:
         wait: bool = True,
         with_model: bool = True,
         start_indexer: bool = True,
+        finish_archives: bool = True,
         on_locked: Callable[[], None] = lambda: None,
     ) -> Runtime:
         """Open the profile as its writer (see the module docstring for the steps).
@@ -154,7 +155,9 @@ class Runtime:
             raise
         runtime = cls(app, lock)
         try:
-            runtime.restored = await app.start(on_line, start_indexer=start_indexer)
+            runtime.restored = await app.start(
+                on_line, start_indexer=start_indexer, finish_archives=finish_archives
+            )
         except BaseException:
             await runtime.aclose()
             raise
