@@ -7,7 +7,9 @@ data dir and a local model server. Nothing is patched at module level.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,19 +77,31 @@ class App:
         self.restored = await self.open_session(
             progress=lambda step: on_line(f"{step}…"), finish_archives=finish_archives
         )
-        # The first answer needs the model client: import it while the user types.
-        asyncio.get_running_loop().run_in_executor(None, self.model.warm)
-        if self.recall is not None:
-            self.recall.warm(self.sessions.current.session_id)
-        if self.index is not None:
-            if self.store.has_history() and self.index.needs_reindex():
-                on_line(
-                    "The vector index needs rebuilding (new embedding model, or unreadable): "
-                    "re-indexing in the background; recall uses keywords meanwhile."
-                )
-            if start_indexer:
-                self.index.start()
+        if self.index is not None and self.store.has_history() and self.index.needs_reindex():
+            on_line(
+                "The vector index needs rebuilding (new embedding model, or unreadable): "
+                "re-indexing in the background; recall uses keywords meanwhile."
+            )
+        self._warm_up(self.sessions.current.session_id, start_indexer)
         return self.restored
+
+    def _warm_up(self, session_id: str, start_indexer: bool) -> None:
+        """While the user types: the model client first (every answer needs it), then the
+        embedder and LanceDB and the indexer (a chat recalls by keywords until they are
+        loaded). Imports share one interpreter lock: side by side, each finished late."""
+        model_ready: Future[None] = Future()
+
+        def import_model() -> None:
+            try:
+                self.model.warm()
+            finally:
+                model_ready.set_result(None)
+                if self.index is not None and start_indexer:
+                    self.index.start()
+
+        threading.Thread(target=import_model, name="seelen-warm", daemon=True).start()
+        if self.recall is not None:
+            self.recall.warm(session_id, after=model_ready)
 
     async def open_session(
         self, progress: Callable[[str], None] = lambda _: None, *, finish_archives: bool = True

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -143,8 +143,9 @@ class Recall:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seelen-recall")
         return self._pool.submit(fn, *args, **kwargs)
 
-    def warm(self, current_session: str | None = None) -> None:
-        """Load the embedding model and LanceDB now, in the background, if there is history.
+    def warm(self, current_session: str | None = None, after: Future[Any] | None = None) -> None:
+        """Load the embedding model and LanceDB now, in the background (once `after` is
+        done, when given), if there is history.
 
         Importing LanceDB alone takes over a second; started early, it overlaps with the rest
         of start-up and with the user typing instead of delaying the first reply.
@@ -153,6 +154,8 @@ class Recall:
             return
 
         def load() -> None:
+            if after is not None:
+                wait([after])
             self.embedder.embed(["warm up"])
             self.index.warm()
 
