@@ -96,12 +96,16 @@ class App:
                 self.model.warm()
             finally:
                 model_ready.set_result(None)
-                if self.index is not None and start_indexer:
-                    self.index.start()
 
         threading.Thread(target=import_model, name="seelen-warm", daemon=True).start()
         if self.recall is not None:
             self.recall.warm(session_id, after=model_ready)
+        if self.index is not None and start_indexer:
+            index = self.index
+            # Started from the event loop, so closing (which stops it) never races the start.
+            then = asyncio.wrap_future(model_ready)
+            then.add_done_callback(lambda done: done.cancelled() or index.start())
+            self.closers.append(then.cancel)
 
     async def open_session(
         self, progress: Callable[[str], None] = lambda _: None, *, finish_archives: bool = True

@@ -16,7 +16,7 @@ import contextlib
 import importlib
 import os
 import signal
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
@@ -53,12 +53,6 @@ def _short(text: str, limit: int) -> str:
     return short(text, limit)
 
 
-def _settings_of(app: App | None) -> Settings:
-    if app is None:
-        raise ValueError("a Repl needs an app or settings")
-    return app.settings
-
-
 def key_bindings() -> KeyBindings:
     """Enter sends; Alt-Enter (or Esc, Enter) starts a new line."""
     kb = KeyBindings()
@@ -93,7 +87,10 @@ class Repl:
         pt_output: Any = None,
     ) -> None:
         self._app: App | None = None
-        self.settings = settings if settings is not None else _settings_of(app)
+        if settings is None:
+            assert app is not None, "a Repl needs an app or settings"
+            settings = app.settings
+        self.settings = settings
         self.console = console
         self.printer: EventPrinter | None = None
         self._pt_input, self._pt_output = pt_input, pt_output
@@ -224,7 +221,7 @@ class Repl:
         await asyncio.shield(self._opening)
         return True
 
-    async def run_interactive(self, on_shown: Any = None) -> None:
+    async def run_interactive(self, on_shown: Callable[[], None] | None = None) -> None:
         """The prompt loop: until /exit, Ctrl-D, or Ctrl-C twice at an empty prompt.
         `on_shown` runs once, right after the prompt's first draw."""
         from prompt_toolkit.patch_stdout import patch_stdout
@@ -240,7 +237,7 @@ class Repl:
         detail = f"{type(exc).__name__}: {exc}" if exc else context.get("message", "")
         self.console.print(f"[dim]background error: {_shown(str(detail))}[/dim]")
 
-    async def _prompt_loop(self, on_shown: Any = None) -> None:
+    async def _prompt_loop(self, on_shown: Callable[[], None] | None = None) -> None:
         session = self._session = self._prompt_session()
         if on_shown is not None:
 

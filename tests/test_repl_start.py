@@ -105,3 +105,19 @@ async def test_the_restored_session_prints_once_the_profile_is_open(env: ModelSe
     text = out.getvalue()
     assert text.index("Seelen is listening") < text.index("Restored your session")
     assert "my boat is called Kestrel" in text
+
+
+async def test_a_profile_that_cannot_open_ends_the_chat_with_its_error(
+    env: ModelServer, data_dir, monkeypatch
+) -> None:
+    import pytest
+
+    from seelen.errors import ConfigError
+
+    blocker = data_dir.parent / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SEELEN_DATA_DIR", str(blocker))
+    with create_pipe_input() as pipe:
+        repl, _ = terminal_repl(pipe)
+        with pytest.raises(ConfigError, match="cannot write"):
+            await asyncio.wait_for(repl.run_terminal(), 20)  # nobody typed anything
