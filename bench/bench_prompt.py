@@ -26,17 +26,25 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from model_server import ModelServer, Reply  # noqa: E402
 
+# prompt-toolkit asks the terminal where the cursor is (CPR) and, without an answer, waits
+# up to 2 s before it prints above the prompt; a real terminal answers at once, so this one
+# does too.
+CPR_REQUEST, CPR_ANSWER = b"\x1b[6n", b"\x1b[1;1R"
+
 
 def read_until(fd: int, marker: bytes, seconds: float) -> float | None:
-    """Seconds until `marker` shows up on `fd`, or None."""
+    """Seconds until `marker` shows up on `fd`, or None; answers cursor-position requests."""
     start, seen = time.perf_counter(), b""
     while time.perf_counter() - start < seconds:
         ready, _, _ = select.select([fd], [], [], 0.01)
         if ready:
             try:
-                seen += os.read(fd, 65536)
+                chunk = os.read(fd, 65536)
             except OSError:
                 return None
+            for _ in range(chunk.count(CPR_REQUEST)):
+                os.write(fd, CPR_ANSWER)
+            seen += chunk
             if marker in seen:
                 return time.perf_counter() - start
     return None
@@ -94,7 +102,10 @@ def main() -> None:
                 input=f"my hobby {i} is sailing\n/save\n".encode(),
                 capture_output=True,
             )
-        runs = [one_run(env) for _ in range(args.runs)]
+        runs = []
+        for i in range(args.runs):
+            runs.append(one_run(env))
+            print(f"run {i + 1}: prompt {runs[-1][0]:.3f} s, first answer {runs[-1][1]:.3f} s")
     prompts = [r[0] for r in runs]
     answers = [r[1] for r in runs]
     print(

@@ -7,7 +7,9 @@ data dir and a local model server. Nothing is patched at module level.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,27 +63,54 @@ class App:
     restored: bool | None = None  # set by `start`: whether last time's session came back
 
     async def start(
-        self, on_line: Callable[[str], None] = lambda _: None, *, start_indexer: bool = True
+        self,
+        on_line: Callable[[str], None] = lambda _: None,
+        *,
+        start_indexer: bool = True,
+        finish_archives: bool = True,
     ) -> bool:
-        """Start-up, in order: restore or open the session, finish a half-done archive,
-        re-index after an embedding-model change, warm recall up, start the indexer.
+        """Start-up, in order: restore or open the session, finish a half-done archive
+        (unless the caller does it later: `finish_archives`), re-index after an
+        embedding-model change, warm recall up, start the indexer.
         Returns True when last time's session was restored; a second call does nothing."""
         if self.restored is not None:
             return self.restored
-        self.restored = await self.open_session(progress=lambda step: on_line(f"{step}…"))
-        if self.recall is not None:
-            self.recall.warm(self.sessions.current.session_id)
-        if self.index is not None:
-            if self.store.has_history() and self.index.needs_reindex():
-                on_line(
-                    "The vector index needs rebuilding (new embedding model, or unreadable): "
-                    "re-indexing in the background; recall uses keywords meanwhile."
-                )
-            if start_indexer:
-                self.index.start()
+        self.restored = await self.open_session(
+            progress=lambda step: on_line(f"{step}…"), finish_archives=finish_archives
+        )
+        if self.index is not None and self.store.has_history() and self.index.needs_reindex():
+            on_line(
+                "The vector index needs rebuilding (new embedding model, or unreadable): "
+                "re-indexing in the background; recall uses keywords meanwhile."
+            )
+        self._warm_up(self.sessions.current.session_id, start_indexer)
         return self.restored
 
-    async def open_session(self, progress: Callable[[str], None] = lambda _: None) -> bool:
+    def _warm_up(self, session_id: str, start_indexer: bool) -> None:
+        """While the user types: the model client first (every answer needs it), then the
+        embedder and LanceDB and the indexer (a chat recalls by keywords until they are
+        loaded). Imports share one interpreter lock: side by side, each finished late."""
+        model_ready: Future[None] = Future()
+
+        def import_model() -> None:
+            try:
+                self.model.warm()
+            finally:
+                model_ready.set_result(None)
+
+        threading.Thread(target=import_model, name="seelen-warm", daemon=True).start()
+        if self.recall is not None:
+            self.recall.warm(session_id, after=model_ready)
+        if self.index is not None and start_indexer:
+            index = self.index
+            # Started from the event loop, so closing (which stops it) never races the start.
+            then = asyncio.wrap_future(model_ready)
+            then.add_done_callback(lambda done: done.cancelled() or index.start())
+            self.closers.append(then.cancel)
+
+    async def open_session(
+        self, progress: Callable[[str], None] = lambda _: None, *, finish_archives: bool = True
+    ) -> bool:
         """Open the session to talk in: True when last time's session was restored.
 
         Leftover ephemeral sessions are deleted, and half-done archives are finished; one that
@@ -89,13 +118,18 @@ class App:
         """
         self.forget(await asyncio.to_thread(self.sessions.drop_leftover_ephemeral))
         _, restored = await asyncio.to_thread(self.sessions.open)
+        if finish_archives:
+            await self.finish_archives(progress)
+        return restored
+
+    async def finish_archives(self, progress: Callable[[str], None] = lambda _: None) -> None:
+        """Finish the archives that an earlier process began; a failure is one line."""
         for session in await asyncio.to_thread(self.sessions.pending_archives):
             progress("finishing the archive of an earlier session")
             try:
                 await self.sessions.finish_archive(session, progress)
             except SeelenError as exc:
                 progress(f"archive not finished ({exc}); it is retried at the next start")
-        return restored
 
     def follow_language(self) -> bool:
         """With EMBEDDING_PROVIDER=auto, switch to the multilingual model once the memory

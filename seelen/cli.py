@@ -59,10 +59,17 @@ async def _with_app(
         runtime = await Runtime.open_observer(settings, on_line=line, ephemeral=ephemeral)
     else:
         # A one-shot ask indexes after its answer (oneshot.py): embedding now would compete
-        # with the answer for the same cores, right when the user waits.
-        runtime = await Runtime.open(settings, role=role, on_line=line, start_indexer=role != "ask")
+        # with the answer for the same cores, right when the user waits. Likewise it finishes
+        # an archive an earlier process began only once the question is saved and answered.
+        later = role == "ask"
+        runtime = await Runtime.open(
+            settings, role=role, on_line=line, start_indexer=not later, finish_archives=not later
+        )
     try:
-        return await body(runtime.app)
+        result = await body(runtime.app)
+        if role == "ask" and not ephemeral:
+            await runtime.app.finish_archives(lambda step: line(f"{step}…"))
+        return result
     finally:
         await runtime.aclose()
 
@@ -85,22 +92,19 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
 
     settings = settings_from(profile, model, data_dir)
     console = Console(highlight=False)
+    if sys.stdin.isatty():  # the prompt first; the profile opens behind it
+        run(Repl(None, console, settings=settings).run_terminal())
+        return
 
     async def body(application: Any) -> None:
         from seelen.owner_host import serve_chat
 
         repl = Repl(application, console)
         await repl.start()
-        repl.start_mcp(warm=sys.stdin.isatty())  # a pipe starts a server only when called
+        repl.start_mcp()  # a pipe starts a server only when one of its tools is called
         async with serve_chat(application, repl.turn_lock, repl.note_remote_answer):
-            if sys.stdin.isatty():
-                console.print(
-                    "[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]"
-                )
-                await repl.run_interactive()
-            else:
-                await repl.wait_for_tools()
-                await repl.run_stream(sys.stdin)
+            await repl.wait_for_tools()
+            await repl.run_stream(sys.stdin)
 
     run(_with_app(settings, body, role="chat"))
 

@@ -2,15 +2,22 @@
 
 Slash commands live in `seelen.slash`, rendering in `seelen.render`. Lines read from a pipe
 go through the same `handle()` as typed ones.
+
+In a terminal the prompt comes first (`run_terminal`): the profile opens behind it, its
+start-up lines print above the prompt, and a line sent meanwhile waits for it (it is in the
+prompt's history at once, and stored the moment the profile is open). So this module imports
+only prompt-toolkit and rich; the runtime and the renderer load after the first draw.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
+import os
 import signal
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
@@ -19,11 +26,31 @@ from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
 from rich.text import Text
 
-from seelen.agent import Event
-from seelen.app import App
+from seelen.config import Settings
 from seelen.errors import SeelenError
-from seelen.render import EventPrinter, short, shown
 from seelen.slash import COMMANDS, SlashCompleter
+
+if TYPE_CHECKING:
+    from seelen.agent import Event
+    from seelen.app import App
+    from seelen.render import EventPrinter
+    from seelen.runtime import Runtime
+
+# Lines that leave the chat without waiting for the profile to open.
+_LEAVE = {"/exit", "/quit", "/q"}
+
+
+def _shown(text: str) -> str:
+    """`render.shown`, loaded on first use (the renderer imports the agent)."""
+    from seelen.render import shown
+
+    return shown(text)
+
+
+def _short(text: str, limit: int) -> str:
+    from seelen.render import short
+
+    return short(text, limit)
 
 
 def key_bindings() -> KeyBindings:
@@ -45,27 +72,64 @@ def key_bindings() -> KeyBindings:
 
 
 class Repl:
-    """One chat: reads lines, runs slash commands, renders replies."""
+    """One chat: reads lines, runs slash commands, renders replies.
+
+    Given no `app`, the chat opens the profile itself behind its prompt (`run_terminal`).
+    """
 
     def __init__(
-        self, app: App, console: Console, *, pt_input: Any = None, pt_output: Any = None
+        self,
+        app: App | None,
+        console: Console,
+        *,
+        settings: Settings | None = None,
+        pt_input: Any = None,
+        pt_output: Any = None,
     ) -> None:
-        self.app = app
+        self._app: App | None = None
+        if settings is None:
+            assert app is not None, "a Repl needs an app or settings"
+            settings = app.settings
+        self.settings = settings
         self.console = console
-        self.printer = EventPrinter(console, show_usage=app.settings.debug_mode)
+        self.printer: EventPrinter | None = None
         self._pt_input, self._pt_output = pt_input, pt_output
         self._turns = 0
+        self._session: PromptSession[str] | None = None
+        self._opening: asyncio.Task[None] | None = None
+        self._locked = False  # the opening holds the profile's lock: let it finish
         # Held while a line is handled; questions from other terminals (served by this chat
         # through its socket) wait for it, so they never interleave with a reply.
         self.turn_lock = asyncio.Lock()
         # While /incognito is on: the exchanges so far, kept in memory only.
         self.incognito: list[Any] | None = None
+        if app is not None:
+            self._attach(app)
+
+    @property
+    def app(self) -> App:
+        """The opened profile. Lines wait for it (`handle`), so commands always have it."""
+        assert self._app is not None, "the profile is still opening"
+        return self._app
+
+    def _attach(self, app: App) -> None:
+        from seelen.render import EventPrinter
+
+        self._app = app
+        self.printer = EventPrinter(self.console, show_usage=app.settings.debug_mode)
 
     # --- entry points --------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the profile (if the runtime has not), then show a restored session."""
-        restored = await self.app.start(lambda line: self.console.print(Text(line, style="yellow")))
+        self.show_start(await self.app.start(self._say))
+
+    def _say(self, line: str) -> None:
+        """A start-up line (restoring, waiting for the lock, re-indexing)."""
+        self.console.print(Text(line, style="yellow"))
+
+    def show_start(self, restored: bool) -> None:
+        """Show the end of a restored session, so the chat picks up where it was."""
         session = self.app.sessions.current
         turns = self.app.sessions.live_turns()
         self._turns = session.conv_count
@@ -76,12 +140,12 @@ class Repl:
             for turn in turns[-6:]:
                 if turn.role in ("user", "assistant") and turn.text:
                     who = "[bold]you[/bold]" if turn.role == "user" else "[bold]seelen[/bold]"
-                    self.console.print(f"{who}: {shown(short(turn.text, 300))}")
+                    self.console.print(f"{who}: {_shown(_short(turn.text, 300))}")
 
     def start_mcp(self, *, warm: bool = False) -> None:
         """Offer the MCP servers' tools; a failure is reported once, in one line. `warm`
         starts every server in the background (while the user types) instead of on first use."""
-        mcp = self.app.start_mcp(lambda line: self.console.print(f"[yellow]{shown(line)}[/yellow]"))
+        mcp = self.app.start_mcp(lambda line: self.console.print(Text(line, style="yellow")))
         if mcp is not None and warm:
             mcp.connect_all()
 
@@ -91,23 +155,101 @@ class Repl:
         if self.app.mcp is not None:
             await self.app.mcp.wait_ready(self.app.settings.mcp_init_timeout + 1)
 
-    async def run_interactive(self) -> None:
-        """The prompt loop: until /exit, Ctrl-D, or Ctrl-C twice at an empty prompt."""
+    async def run_terminal(self) -> None:
+        """The chat in a terminal: the prompt at once, the profile opening behind it (its
+        start-up lines print above the prompt); closes the profile at the end."""
+        self.console.print("[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]")
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                await self.run_interactive(on_shown=lambda: self._open_behind(stack))
+            finally:
+                await self._end_opening()
+
+    def _open_behind(self, stack: contextlib.AsyncExitStack) -> None:
+        """Start opening the profile (after the prompt's first draw)."""
+        if self._opening is None:
+            self._opening = asyncio.create_task(self._open(stack))
+            self._opening.add_done_callback(self._opened)
+
+    async def _open(self, stack: contextlib.AsyncExitStack) -> None:
+        # The runtime (numpy, SQLite, the agent) and the renderer (markdown): ~0.3 s of imports,
+        # made in a thread while the prompt is already shown and takes keys.
+        runtime_module, _ = await asyncio.to_thread(
+            lambda: [importlib.import_module(m) for m in ("seelen.runtime", "seelen.render")]
+        )
+        runtime: Runtime = await runtime_module.Runtime.open(
+            self.settings, role="chat", on_line=self._say, on_locked=self._lock_taken
+        )
+        stack.push_async_callback(runtime.aclose)
+        self._attach(runtime.app)
+        if runtime.app.recall is not None:  # a line sent at once does not wait for vectors
+            runtime.app.recall.wait_for_warm = False
+        from seelen.owner_host import serve_chat
+
+        await stack.enter_async_context(
+            serve_chat(runtime.app, self.turn_lock, self.note_remote_answer)
+        )
+        self.show_start(runtime.restored)
+        self.start_mcp(warm=True)  # a terminal: servers start while the user types
+        if self._session is not None:
+            self._session.app.invalidate()  # the toolbar now has the session
+
+    def _lock_taken(self) -> None:
+        self._locked = True
+
+    def _opened(self, task: asyncio.Task[None]) -> None:
+        """A profile that cannot open ends the chat at once, with its one-line error."""
+        if task.cancelled() or task.exception() is None or self._session is None:
+            return
+        if self._session.app.is_running:
+            self._session.app.exit(exception=task.exception())
+
+    async def _end_opening(self) -> None:
+        """Leaving while the profile opens: stop waiting for another process's lock, but let
+        an opening that holds the lock finish (it may be finishing an archive)."""
+        if self._opening is None:
+            return
+        if not self._opening.done() and not self._locked:
+            self._opening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._opening
+
+    async def _wait_until_open(self, line: str) -> bool:
+        """A line sent while the profile opens waits for it; False: leave without waiting."""
+        if self._app is not None or self._opening is None:
+            return True
+        if line.strip().lower() in _LEAVE:
+            return False
+        if not self._opening.done():
+            self.console.print(Text("(opening your memory: the answer follows)", "dim"))
+        await asyncio.shield(self._opening)
+        return True
+
+    async def run_interactive(self, on_shown: Callable[[], None] | None = None) -> None:
+        """The prompt loop: until /exit, Ctrl-D, or Ctrl-C twice at an empty prompt.
+        `on_shown` runs once, right after the prompt's first draw."""
         from prompt_toolkit.patch_stdout import patch_stdout
 
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(self._background_error)
         with patch_stdout(raw=True):  # background lines (MCP failures) print above the prompt
-            await self._prompt_loop()
+            await self._prompt_loop(on_shown)
 
     def _background_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """A failure in background work: one line, and the chat goes on (never 'press Enter')."""
         exc = context.get("exception")
         detail = f"{type(exc).__name__}: {exc}" if exc else context.get("message", "")
-        self.console.print(f"[dim]background error: {shown(str(detail))}[/dim]")
+        self.console.print(f"[dim]background error: {_shown(str(detail))}[/dim]")
 
-    async def _prompt_loop(self) -> None:
-        session = self._prompt_session()
+    async def _prompt_loop(self, on_shown: Callable[[], None] | None = None) -> None:
+        session = self._session = self._prompt_session()
+        if on_shown is not None:
+
+            def first_draw(_: Any) -> None:
+                session.app.after_render -= first_draw
+                on_shown()
+
+            session.app.after_render += first_draw
         armed = False
         while True:
             try:
@@ -149,11 +291,13 @@ class Repl:
         """A question from another terminal was answered in this session: say so."""
         self._turns = self.app.sessions.current.conv_count
         self.console.print(
-            Text(f"(answered a question from another terminal: {short(question, 60)})", "dim")
+            Text(f"(answered a question from another terminal: {_short(question, 60)})", "dim")
         )
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
+        if not await self._wait_until_open(line):
+            return False
         async with self.turn_lock:
             return await self._handle(line)
 
@@ -165,13 +309,13 @@ class Repl:
             cmd = COMMANDS.get(name.lower())
             if cmd is None:
                 self.console.print(
-                    f"[yellow]Unknown command {shown(name)}.[/yellow] Type /help for the list."
+                    f"[yellow]Unknown command {_shown(name)}.[/yellow] Type /help for the list."
                 )
                 return True
             try:
                 return await cmd.handler(self, arg.strip())
             except SeelenError as exc:
-                self.console.print(f"[red]error:[/red] {shown(str(exc))}")
+                self.console.print(f"[red]error:[/red] {_shown(str(exc))}")
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
         try:
@@ -181,7 +325,7 @@ class Repl:
                 events = self.app.bot.turn(text)
             await self.stream(events)
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
-            self.console.print(f"[red]error:[/red] {shown(str(exc))}")
+            self.console.print(f"[red]error:[/red] {_shown(str(exc))}")
         return True
 
     async def stream(self, events: AsyncIterator[Event]) -> None:
@@ -214,7 +358,7 @@ class Repl:
         self.console.print(f"[green]Session archived{note}.[/green] A new session begins.")
         for change in result.changes:
             if change.note:
-                self.console.print(f"[yellow]{shown(change.note)}[/yellow]")
+                self.console.print(f"[yellow]{_shown(change.note)}[/yellow]")
             if change.changed:
                 self.console.print(f"[bold]{change.name}[/bold] changed:")
                 for line in change.diff(12):
@@ -224,8 +368,13 @@ class Repl:
     # --- prompt-toolkit ------------------------------------------------------------------
 
     def _prompt_session(self) -> PromptSession[str]:
-        directory = self.app.settings.profile_dir
+        from seelen.privacy import DIR_MODE, PRIVATE_UMASK
+
+        directory = self.settings.profile_dir
         try:
+            # The prompt may come before the profile is opened: its folder, private already.
+            os.umask(PRIVATE_UMASK)
+            directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
             history: Any = FileHistory(str(directory / "prompt_history"))
         except OSError:
             history = InMemoryHistory()
@@ -244,7 +393,9 @@ class Repl:
         )
 
     def _toolbar(self) -> str:
-        s = self.app.settings
+        s = self.settings
+        if self._app is None:
+            return f" {s.profile} · opening your memory… · Alt-Enter: new line · /help"
         sid = self.app.sessions.current.session_id[:8]
         indexing = self.app.index.status() if self.app.index is not None else ""
         return (

@@ -12,9 +12,8 @@ from prompt_toolkit.completion import Completer, Completion, WordCompleter
 from prompt_toolkit.document import Document
 from rich.text import Text
 
-from seelen.render import render_hits, render_why, short, shown
-from seelen.runtime import index_now
-
+# The renderer and the runtime are imported by the handlers that use them: the prompt
+# (which needs the command names) shows before they are loaded (see repl.py).
 if TYPE_CHECKING:
     from seelen.repl import Repl
 
@@ -66,6 +65,8 @@ class SlashCompleter(Completer):
 
 @command("/help", "/h", help="show this list")
 async def _help(repl: Repl, arg: str) -> bool:
+    from seelen.render import shown
+
     for cmd in unique_commands():
         names = ", ".join((cmd.name, *cmd.aliases))
         usage = f" {cmd.arg}" if cmd.arg else ""
@@ -111,6 +112,9 @@ async def _retry(repl: Repl, arg: str) -> bool:
 
 @command("/memory", "/m", help="search your long-term memory", arg="QUERY")
 async def _memory(repl: Repl, arg: str) -> bool:
+    from seelen.render import render_hits
+    from seelen.runtime import index_now
+
     if not arg:
         repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
         return True
@@ -126,12 +130,16 @@ async def _memory(repl: Repl, arg: str) -> bool:
 
 @command("/why", help="what was recalled for the last reply, and why")
 async def _why(repl: Repl, arg: str) -> bool:
+    from seelen.render import render_why
+
     render_why(repl.console, repl.app, repl.app.bot.last_recall)
     return True
 
 
 @command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
 async def _tools(repl: Repl, arg: str) -> bool:
+    from seelen.render import short, shown
+
     app = repl.app
     if app.tools_note:
         repl.console.print(f"[yellow]{shown(app.tools_note)}[/yellow]")
@@ -167,6 +175,8 @@ async def _files(repl: Repl, arg: str) -> bool:
 
 @command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
 async def _knowledge(repl: Repl, arg: str) -> bool:
+    from seelen.render import short
+
     knowledge = repl.app.knowledge
     if knowledge is None:
         repl.console.print("[yellow]No knowledge folder: seelen knowledge add PATH[/yellow]")

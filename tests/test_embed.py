@@ -10,8 +10,10 @@ from helpers import heavy_imports
 from model_server import ModelServer, embed_text
 
 from seelen.embed import (
+    E5_HEAD_CHARS,
     LOCAL_DIM,
     TOKENIZER_PATH,
+    E5Embedder,
     LocalEmbedder,
     OpenAIEmbedder,
     make_embedder,
@@ -90,6 +92,24 @@ def test_long_text_is_cut_at_256_tokens(embedder: LocalEmbedder) -> None:
     )
     assert np.allclose(full, cut_254, atol=1e-5)  # 254 words + [CLS] + [SEP] = 256 tokens
     assert not np.allclose(full, cut_200, atol=1e-3)  # so not cut at 128 or 200
+
+
+def test_a_huge_text_keeps_the_same_vector_when_read_only_in_part(
+    embedder: LocalEmbedder,
+) -> None:
+    words = ["apple", "river", "music", "stone"] * 100
+    huge = " ".join(words) + " tail" * 200_000  # 1 MB: only its head is tokenized now
+    spaced = "apple" + " " * 10_000 + " ".join(words)  # 10 KB of spaces hold no piece
+    vectors = embedder.embed([huge, " ".join(words[:254]), spaced, " ".join(["apple", *words])])
+    assert np.allclose(vectors[0], vectors[1], atol=1e-5)
+    assert np.allclose(vectors[2], vectors[3], atol=1e-5)  # read past the spaces, as before
+
+
+def test_the_multilingual_model_reads_a_long_text_up_to_its_head() -> None:
+    head = ("the harbour of Lisbon at dawn " * 200)[:E5_HEAD_CHARS]
+    long = head + "stock markets crashed " * 5_000  # 110 KB: ~40 windows if read whole
+    whole, first = E5Embedder().embed([long, head])
+    assert np.allclose(whole, first, atol=1e-5)
 
 
 def test_empty_input(embedder: LocalEmbedder) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -148,14 +148,19 @@ class Recall:
         }
         self._pool: ThreadPoolExecutor | None = None
         self._told: set[str] = set()  # notices already given
+        self._warming: Future[Any] | None = None
+        # False (the chat): while `warm` still loads the embedder and LanceDB (~1 s), recall by
+        # keywords alone, so a line sent right at start does not wait for them.
+        self.wait_for_warm = True
 
     def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seelen-recall")
         return self._pool.submit(fn, *args, **kwargs)
 
-    def warm(self, current_session: str | None = None) -> None:
-        """Load the embedding model and LanceDB now, in the background, if there is history.
+    def warm(self, current_session: str | None = None, after: Future[Any] | None = None) -> None:
+        """Load the embedding model and LanceDB now, in the background (once `after` is
+        done, when given), if there is history.
 
         Importing LanceDB alone takes over a second; started early, it overlaps with the rest
         of start-up and with the user typing instead of delaying the first reply.
@@ -164,10 +169,12 @@ class Recall:
             return
 
         def load() -> None:
+            if after is not None:
+                wait([after])
             self.embedder.embed(["warm up"])
             self.index.warm()
 
-        self._run(load)
+        self._warming = self._run(load)
 
     def close(self) -> None:
         """Stop the worker threads."""
@@ -302,7 +309,8 @@ class Recall:
         return lists
 
     def _vectors_usable(self) -> bool:
-        return self.index is not None and self.embedder is not None
+        warm = self.wait_for_warm or self._warming is None or self._warming.done()
+        return self.index is not None and self.embedder is not None and warm
 
     def _summaries(self, fused: Fused) -> list[RecalledItem]:
         found = self.store.get_summaries(i for i, _, _ in fused)

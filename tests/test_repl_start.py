@@ -1,0 +1,123 @@
+"""The chat in a terminal shows its prompt first and opens the profile behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import io
+import time
+from collections.abc import Callable
+
+from helpers import heavy_imports, open_store
+from model_server import ModelServer
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from seelen.config import load_settings
+from seelen.repl import Repl
+from seelen.runtime import ProfileLock
+
+
+async def until(condition: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def terminal_repl(pipe) -> tuple[Repl, io.StringIO]:
+    gc.collect()  # see test_repl.make_repl
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=100)
+    repl = Repl(None, console, settings=load_settings(), pt_input=pipe, pt_output=DummyOutput())
+    return repl, out
+
+
+def test_the_prompt_needs_neither_the_runtime_nor_the_renderer() -> None:
+    heavy = ("seelen.runtime", "seelen.app", "seelen.render", "numpy", "openai", "lancedb")
+    assert heavy_imports("seelen.repl", heavy) == []
+
+
+async def test_a_line_sent_while_another_chat_holds_the_profile_waits_and_is_answered(
+    env: ModelServer, data_dir
+) -> None:
+    env.enqueue("Answered once the profile was free.")
+    other = ProfileLock(load_settings().profile_dir, "chat")  # the chat in another terminal
+    load_settings().profile_dir.mkdir(parents=True)
+    other.acquire(wait=False)
+    try:
+        with create_pipe_input() as pipe:
+            repl, out = terminal_repl(pipe)
+            chat = asyncio.create_task(repl.run_terminal())
+            await until(lambda: "waiting for the Seelen chat in another terminal" in out.getvalue())
+            pipe.send_text("typed while it waits\r")
+            await until(lambda: "opening your memory" in out.getvalue())
+            await asyncio.sleep(0.3)
+            assert env.chat_requests() == []  # held, not lost: the other chat still owns it
+            other.release()
+            await until(lambda: "Answered once the profile was free." in out.getvalue())
+            pipe.send_text("/exit\r")
+            await asyncio.wait_for(chat, 20)
+    finally:
+        other.release()
+    store = open_store(data_dir)
+    session = store.active_session()
+    assert session is not None
+    assert [t.text for t in store.turns(session.session_id)] == [
+        "typed while it waits",
+        "Answered once the profile was free.",
+    ]
+    store.close()
+
+
+async def test_leaving_while_waiting_for_the_profile_leaves_at_once(env: ModelServer) -> None:
+    other = ProfileLock(load_settings().profile_dir, "chat")
+    load_settings().profile_dir.mkdir(parents=True)
+    other.acquire(wait=False)
+    try:
+        with create_pipe_input() as pipe:
+            repl, out = terminal_repl(pipe)
+            chat = asyncio.create_task(repl.run_terminal())
+            await until(lambda: "waiting for" in out.getvalue())
+            pipe.send_text("\x04")  # Ctrl-D
+            await asyncio.wait_for(chat, 5)
+        assert repl._app is None  # it never opened, so it wrote nothing
+    finally:
+        other.release()
+
+
+async def test_the_restored_session_prints_once_the_profile_is_open(env: ModelServer) -> None:
+    env.enqueue("Noted: your boat is the Kestrel.")
+    with create_pipe_input() as pipe:
+        repl, out = terminal_repl(pipe)
+        chat = asyncio.create_task(repl.run_terminal())
+        pipe.send_text("my boat is called Kestrel\r")
+        await until(lambda: "Kestrel." in out.getvalue())
+        pipe.send_text("/q\r")
+        await asyncio.wait_for(chat, 20)
+    with create_pipe_input() as pipe:
+        repl, out = terminal_repl(pipe)
+        chat = asyncio.create_task(repl.run_terminal())
+        await until(lambda: "Restored your session" in out.getvalue())
+        pipe.send_text("/q\r")
+        await asyncio.wait_for(chat, 20)
+    text = out.getvalue()
+    assert text.index("Seelen is listening") < text.index("Restored your session")
+    assert "my boat is called Kestrel" in text
+
+
+async def test_a_profile_that_cannot_open_ends_the_chat_with_its_error(
+    env: ModelServer, data_dir, monkeypatch
+) -> None:
+    import pytest
+
+    from seelen.errors import ConfigError
+
+    blocker = data_dir.parent / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SEELEN_DATA_DIR", str(blocker))
+    with create_pipe_input() as pipe:
+        repl, _ = terminal_repl(pipe)
+        with pytest.raises(ConfigError, match="cannot write"):
+            await asyncio.wait_for(repl.run_terminal(), 20)  # nobody typed anything
