@@ -14,21 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import os
 import signal
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
-from prompt_toolkit.history import FileHistory, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
 from rich.text import Text
 
 from seelen.config import Settings
 from seelen.errors import SeelenError
-from seelen.slash import COMMANDS, SlashCompleter
+from seelen.prompt_input import prompt_session
+from seelen.slash import COMMANDS
 
 if TYPE_CHECKING:
     from seelen.agent import Event
@@ -51,24 +48,6 @@ def _short(text: str, limit: int) -> str:
     from seelen.render import short
 
     return short(text, limit)
-
-
-def key_bindings() -> KeyBindings:
-    """Enter sends; Alt-Enter (or Esc, Enter) starts a new line."""
-    kb = KeyBindings()
-
-    @kb.add("enter")
-    @kb.add("c-j")
-    def _send(event: Any) -> None:
-        """Send the message."""
-        event.current_buffer.validate_and_handle()
-
-    @kb.add("escape", "enter")
-    def _newline(event: Any) -> None:
-        """Insert a new line."""
-        event.current_buffer.insert_text("\n")
-
-    return kb
 
 
 class Repl:
@@ -368,29 +347,7 @@ class Repl:
     # --- prompt-toolkit ------------------------------------------------------------------
 
     def _prompt_session(self) -> PromptSession[str]:
-        from seelen.privacy import DIR_MODE, PRIVATE_UMASK
-
-        directory = self.settings.profile_dir
-        try:
-            # The prompt may come before the profile is opened: its folder, private already.
-            os.umask(PRIVATE_UMASK)
-            directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-            history: Any = FileHistory(str(directory / "prompt_history"))
-        except OSError:
-            history = InMemoryHistory()
-        return PromptSession(
-            history=history,
-            auto_suggest=AutoSuggestFromHistory(),
-            completer=SlashCompleter(),
-            complete_while_typing=True,
-            multiline=True,
-            key_bindings=key_bindings(),
-            bottom_toolbar=self._toolbar,
-            enable_open_in_editor=True,
-            prompt_continuation="  ",
-            input=self._pt_input,
-            output=self._pt_output,
-        )
+        return prompt_session(self.settings, self._toolbar, self._pt_input, self._pt_output)
 
     def _toolbar(self) -> str:
         s = self.settings

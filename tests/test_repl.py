@@ -15,7 +15,8 @@ from rich.console import Console
 
 from seelen.app import build_app
 from seelen.config import load_settings
-from seelen.repl import COMMANDS, Repl, SlashCompleter
+from seelen.repl import COMMANDS, Repl
+from seelen.slash import SlashCompleter
 from seelen.store import ARCHIVED
 
 

@@ -1,0 +1,65 @@
+"""The chat's input line: prompt-toolkit with history, suggestions, slash completion and keys.
+
+Only prompt-toolkit is imported here, so the prompt can be drawn before the runtime loads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+
+from seelen.config import Settings
+from seelen.slash import SlashCompleter
+
+
+def key_bindings() -> KeyBindings:
+    """Enter sends; Alt-Enter (or Esc, Enter) starts a new line."""
+    kb = KeyBindings()
+
+    @kb.add("enter")
+    @kb.add("c-j")
+    def _send(event: Any) -> None:
+        """Send the message."""
+        event.current_buffer.validate_and_handle()
+
+    @kb.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        """Insert a new line."""
+        event.current_buffer.insert_text("\n")
+
+    return kb
+
+
+def prompt_session(
+    settings: Settings, toolbar: Callable[[], str], pt_input: Any = None, pt_output: Any = None
+) -> PromptSession[str]:
+    """The chat's PromptSession, its history kept in the profile folder (created private)."""
+    from seelen.privacy import DIR_MODE, PRIVATE_UMASK
+
+    directory = settings.profile_dir
+    try:
+        # The prompt may come before the profile is opened: its folder, private already.
+        os.umask(PRIVATE_UMASK)
+        directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        history: Any = FileHistory(str(directory / "prompt_history"))
+    except OSError:
+        history = InMemoryHistory()
+    return PromptSession(
+        history=history,
+        auto_suggest=AutoSuggestFromHistory(),
+        completer=SlashCompleter(),
+        complete_while_typing=True,
+        multiline=True,
+        key_bindings=key_bindings(),
+        bottom_toolbar=toolbar,
+        enable_open_in_editor=True,
+        prompt_continuation="  ",
+        input=pt_input,
+        output=pt_output,
+    )
