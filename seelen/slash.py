@@ -154,7 +154,7 @@ async def _tools(repl: Repl, arg: str) -> bool:
         state = (
             "off (ENABLE_MCP=false)"
             if not app.settings.enable_mcp
-            else (f"no {app.settings.mcp_servers_file} here")
+            else "none: no mcp_servers.json in this folder (MCP_SERVERS_FILE names one)"
         )
         repl.console.print(f"[dim]MCP servers: {shown(state)}[/dim]")
     else:

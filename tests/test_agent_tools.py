@@ -166,6 +166,25 @@ async def test_stdio_server_from_mcp_servers_json_and_tools_command(
     assert tool_message["role"] == "tool" and "Europe/Berlin" in tool_message["content"]
 
 
+async def test_tools_says_why_there_are_no_mcp_servers(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = io.StringIO()
+    for enabled in ("false", "true"):  # the test's folder holds no mcp_servers.json
+        monkeypatch.setenv("ENABLE_MCP", enabled)
+        app = build_app(load_settings())
+        repl = Repl(app, Console(file=out, width=120))
+        await repl.start()
+        repl.start_mcp()
+        await repl.handle("/tools")
+        await app.aclose()
+    lines = [line for line in out.getvalue().splitlines() if "MCP servers:" in line]
+    assert lines == [
+        "MCP servers: off (ENABLE_MCP=false)",
+        "MCP servers: none: no mcp_servers.json in this folder (MCP_SERVERS_FILE names one)",
+    ]
+
+
 async def test_a_crash_between_a_tool_call_and_its_result_does_not_wedge_the_session(
     env: ModelServer,
 ) -> None:
