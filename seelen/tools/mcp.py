@@ -153,7 +153,7 @@ class McpManager:
             raise RuntimeError("McpManager.start() was already called")
         self._started = True
         entries, base = load_config(self.config)
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()  # raises now, before any server is set up, when there is none
         for name, raw in entries.items():
             server = ServerLink(str(name), raw)
             self._servers.append(server)
@@ -170,7 +170,7 @@ class McpManager:
             if offer is not None:
                 self._register(server, offer, "idle")
             else:
-                server.task = loop.create_task(self._connect(server), name=f"mcp:{name}")
+                self._begin(server)
 
     def connect_all(self) -> None:
         """Start every server not started yet, in the background (needs the event loop)."""
@@ -186,6 +186,7 @@ class McpManager:
             await asyncio.shield(server.task)  # a cancelled call leaves the connection going
 
     def _begin(self, server: ServerLink) -> None:
+        """Connect `server` in the background."""
         server.state = "connecting"
         server.task = asyncio.get_running_loop().create_task(
             self._connect(server), name=f"mcp:{server.name}"
