@@ -247,8 +247,6 @@ class McpManager:
         """Cache what a live server offers, when it is new or the cached list is stale."""
         if self._cache is None or server.digest is None:
             return
-        if self._cache.get(server.name, server.digest) == offer:
-            return
         try:
             self._cache.put(server.name, server.digest, offer, [s.name for s in self._servers])
         except OSError as exc:  # the tools work; only the next start will connect again
