@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import call_tool, child_pids
 from model_server import ModelServer, Reply
 from rich.console import Console
@@ -36,6 +37,15 @@ def tiny(marker: Path, **env: str) -> dict:
 
 def starts(marker: Path) -> int:
     return len(marker.read_text().split()) if marker.exists() else 0
+
+
+@pytest.fixture
+def marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """MCP on, with ./mcp_servers.json configuring the tiny server; the file of its starts."""
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    marker = tmp_path / "starts"
+    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
+    return marker
 
 
 async def run_once(config: dict, cache: Path, *, wait: bool = True) -> McpManager:
@@ -149,11 +159,8 @@ async def test_mcp_server_time_is_offered_from_the_cache_without_a_process(
 
 
 async def test_an_ask_in_this_process_waits_for_no_cached_server(
-    env: ModelServer, tmp_path: Path, monkeypatch
+    env: ModelServer, marker: Path
 ) -> None:
-    monkeypatch.setenv("ENABLE_MCP", "true")
-    marker = tmp_path / "starts"
-    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
     for question in ("first", "second"):
         env.enqueue(f"answer to {question}")
         app = build_app(load_settings())
@@ -175,11 +182,8 @@ async def test_an_ask_in_this_process_waits_for_no_cached_server(
 
 
 async def test_the_interactive_chat_starts_cached_servers_while_the_user_types(
-    env: ModelServer, tmp_path: Path, monkeypatch
+    env: ModelServer, marker: Path
 ) -> None:
-    monkeypatch.setenv("ENABLE_MCP", "true")
-    marker = tmp_path / "starts"
-    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
     states = []
     for warm in (False, False, True):  # learn the tools; a piped chat; an interactive one
         app = build_app(load_settings())
