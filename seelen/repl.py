@@ -129,7 +129,7 @@ class Repl:
         """For piped input: servers whose tools are not cached yet get their handshake time
         before the first line (cached ones start when a tool of theirs is called)."""
         if self.app.mcp is not None:
-            await self.app.mcp.wait_ready(self.app.settings.mcp_init_timeout + 1)
+            await self.app.mcp.wait_handshakes()
 
     async def run_terminal(self) -> None:
         """The chat in a terminal: the prompt at once, the profile opening behind it (its

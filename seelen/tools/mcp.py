@@ -205,6 +205,11 @@ class McpManager:
             await asyncio.wait(tasks, timeout=timeout)
         return all(s.state != "connecting" for s in self._servers)
 
+    async def wait_handshakes(self) -> bool:
+        """`wait_ready` for as long as one handshake may take: the init timeout, and a second
+        of margin. False if a server was still connecting then."""
+        return await self.wait_ready(self.init_timeout + 1)
+
     def status(self) -> list[ServerStatus]:
         """Every configured server, in config order."""
         return [ServerStatus(s.name, s.state, s.tools, s.reason, s.skipped) for s in self._servers]
