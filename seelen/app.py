@@ -249,7 +249,8 @@ def build_app(
         tools_note = ""
     knowledge = start_knowledge(settings, closers) if with_model else None
     registry = build_tools(settings, recall, sessions, clock, knowledge)
-    # The bundled model reads no images; an endpoint gets them unless it refuses (auto).
+    # A local model reads no images (its llama.cpp server is started with no vision
+    # projector); an endpoint gets them unless it refuses (auto).
     vision = "false" if provider.kind == "local" and settings.vision == "auto" else settings.vision
     bot = ChatBot(
         sessions,
