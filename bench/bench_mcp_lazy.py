@@ -50,6 +50,7 @@ def one(cmd: list[str], env: dict[str, str], stdin: str | None) -> tuple[float, 
 
 
 def main() -> None:
+    """Parse --runs and print the numbers."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     runs = parser.parse_args().runs

@@ -140,15 +140,16 @@ class App:
             return False
         from seelen.embed import E5Embedder, make_embedder
 
+        if self.recall.embedder.model_id == E5Embedder.model_id:
+            return False  # switched already (never back): no need to sample the memory again
         vectors = self.settings.profile_dir / "lancedb"
-        wanted = embedding_provider(self.settings, self.store, vectors)
-        if wanted == "multilingual" and self.recall.embedder.model_id != E5Embedder.model_id:
-            embedder = make_embedder(wanted, "", "", "")
-            self.index.use(embedder)
-            self.recall.embedder = embedder
-            self.index.wake()  # a running indexer starts the re-index now
-            return True
-        return False
+        if embedding_provider(self.settings, self.store, vectors) != "multilingual":
+            return False
+        embedder = make_embedder("multilingual", "", "", "")
+        self.index.use(embedder)
+        self.recall.embedder = embedder
+        self.index.wake()  # a running indexer starts the re-index now
+        return True
 
     def forget(self, text_ids: list[str]) -> None:
         """Remove deleted texts from the vector index as well."""
@@ -248,7 +249,8 @@ def build_app(
         tools_note = ""
     knowledge = start_knowledge(settings, closers) if with_model else None
     registry = build_tools(settings, recall, sessions, clock, knowledge)
-    # The bundled model reads no images; an endpoint gets them unless it refuses (auto).
+    # A local model reads no images (its llama.cpp server is started with no vision
+    # projector); an endpoint gets them unless it refuses (auto).
     vision = "false" if provider.kind == "local" and settings.vision == "auto" else settings.vision
     bot = ChatBot(
         sessions,

@@ -88,7 +88,7 @@ async def mcp_checks(app: App) -> list[Check]:
     if manager is None:
         return []
     manager.connect_all()  # a cached tool list proves nothing: start every server
-    await manager.wait_ready(app.settings.mcp_init_timeout + 1)
+    await manager.wait_handshakes()
     return [
         Check(f"MCP server {status.name}", status.state in ("ready", "disabled"), status.line())
         for status in manager.status()

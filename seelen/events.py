@@ -16,16 +16,22 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Recalled:
+    """What recall found for the question, before the model is asked."""
+
     result: RecallResult
 
 
 @dataclass(frozen=True)
 class TextDelta:
+    """A piece of the reply, as it streams."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ToolStarted:
+    """The model called a tool (`arguments` as the model wrote them, JSON)."""
+
     call_id: str
     name: str
     arguments: str
@@ -33,6 +39,8 @@ class ToolStarted:
 
 @dataclass(frozen=True)
 class ToolFinished:
+    """A tool call ended, well or not (see `ToolOutcome.ok`)."""
+
     outcome: ToolOutcome
 
 
@@ -45,6 +53,8 @@ class ToolProgressed:
 
 @dataclass(frozen=True)
 class TurnUsage:
+    """Tokens, tool calls and time the turn took, sent just before `Done`."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: int = 0
@@ -74,6 +84,8 @@ class KnowledgeUsed:
 
 @dataclass(frozen=True)
 class Done:
+    """The reply, complete and saved: the last event of an answered turn."""
+
     text: str
     interrupted: bool = False
 

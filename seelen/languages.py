@@ -51,7 +51,9 @@ FOREIGN_SHARE = 0.15
 OTHER_SHARE = 0.02
 MIN_OTHER = 3
 # How many of the newest user turns are looked at (their first SAMPLE_CHARS characters):
-# enough to see a language the user writes in now, read in a few milliseconds.
+# enough to see a language the user writes in now. Read and checked in ~15 ms (1,000 English
+# turns: 1 ms the query, 14 ms the check; load 0.7 on 2 cores), at each start with `auto`
+# while the stored vectors are MiniLM's.
 SAMPLE_TURNS = 1000
 SAMPLE_CHARS = 400
 

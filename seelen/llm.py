@@ -124,7 +124,7 @@ class OpenAIChatModel:
         }
         if tools:
             kwargs["tools"] = list(tools)
-        kwargs.update(self._sampling_fields())
+        kwargs.update(self.sampling)
         response = await self._create(self._capped(kwargs))
         parts: list[str] = []
         calls: dict[int, dict[str, str]] = {}
@@ -169,9 +169,8 @@ class OpenAIChatModel:
         """One non-streamed answer's text, capped at `max_tokens` when given."""
         kwargs: dict[str, Any] = {"model": model or self.name, "messages": list(messages)}
         kwargs = self._capped(kwargs)
-        extra = self._sampling_fields().get("extra_body")
-        if extra:  # a small model's anti-loop settings matter for summaries too
-            kwargs["extra_body"] = extra
+        # A small model's anti-loop settings (llama.cpp's own fields) matter for summaries too.
+        kwargs.update({k: v for k, v in self.sampling.items() if k not in _OPENAI_SAMPLING})
         if max_tokens:
             kwargs["max_tokens"] = min(max_tokens, kwargs.get("max_tokens") or max_tokens)
         response = await self._create(kwargs)
@@ -185,13 +184,7 @@ class OpenAIChatModel:
             kwargs["max_tokens"] = self.max_tokens
         return kwargs
 
-    def _sampling_fields(self) -> dict[str, Any]:
-        """Sampling for chat replies: OpenAI's own fields as such, the rest as `extra_body`."""
-        standard = {k: v for k, v in self.sampling.items() if k in _OPENAI_SAMPLING}
-        extra = {k: v for k, v in self.sampling.items() if k not in _OPENAI_SAMPLING}
-        return {**standard, "extra_body": extra} if extra else standard
-
-    async def _create(self, kwargs: dict[str, Any]) -> Any:
+    async def _create(self, body: dict[str, Any]) -> Any:
         """One request; the client retries what is worth retrying, then one clear line.
 
         The body is posted as it is, through the client's own `post` (its retries, errors
@@ -202,8 +195,6 @@ class OpenAIChatModel:
         import openai
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-        body = {k: v for k, v in kwargs.items() if k != "extra_body"}
-        body.update(kwargs.get("extra_body") or {})
         stream = bool(body.get("stream"))
         try:
             return await self._get_client().post(
@@ -238,7 +229,7 @@ class OpenAIChatModel:
 # Statuses the openai client retries besides 5xx (openai._base_client._should_retry).
 _RETRIED_STATUS = {408, 409, 429}
 # Sampling fields the chat-completions API defines; others (repeat_penalty, top_k…) are
-# llama.cpp's and travel in `extra_body`, which OpenAI itself would refuse.
+# llama.cpp's, which OpenAI itself would refuse: a summary sends only those (see `complete`).
 _OPENAI_SAMPLING = {"temperature", "top_p", "frequency_penalty", "presence_penalty", "seed"}
 
 

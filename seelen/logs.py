@@ -120,9 +120,13 @@ def close_logger(logger: logging.Logger) -> None:
 _DATA_URL = re.compile(r"data:([\w.+/-]+);base64,([A-Za-z0-9+/]*=*)")
 
 
+def base64_size(data: str) -> int:
+    """How many bytes base64 `data` decodes to (padding is not data)."""
+    return len(data) * 3 // 4 - data[-2:].count("=")
+
+
 def _image_size(match: re.Match[str]) -> str:
-    data = match.group(2)
-    return f"data:{match.group(1)};base64,[{len(data) * 3 // 4 - data.count('='):,} bytes]"
+    return f"data:{match.group(1)};base64,[{base64_size(match.group(2)):,} bytes]"
 
 
 class PromptLog:

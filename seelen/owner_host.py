@@ -58,7 +58,7 @@ async def open_host(settings: Settings) -> OwnerHost:
     runtime = await Runtime.open(settings, role="owner", wait=False)
     mcp = runtime.app.start_mcp(lambda _line: None)
     if mcp is not None:  # only servers whose tools are not cached yet: once per config
-        await mcp.wait_ready(settings.mcp_init_timeout + 1)
+        await mcp.wait_handshakes()
     return OwnerHost(runtime.app, runtime.aclose)
 
 

@@ -33,9 +33,6 @@ if TYPE_CHECKING:
     from seelen.render import EventPrinter
     from seelen.runtime import Runtime
 
-# Lines that leave the chat without waiting for the profile to open.
-_LEAVE = {"/exit", "/quit", "/q"}
-
 
 def _shown(text: str) -> str:
     """`render.shown`, loaded on first use (the renderer imports the agent)."""
@@ -132,7 +129,7 @@ class Repl:
         """For piped input: servers whose tools are not cached yet get their handshake time
         before the first line (cached ones start when a tool of theirs is called)."""
         if self.app.mcp is not None:
-            await self.app.mcp.wait_ready(self.app.settings.mcp_init_timeout + 1)
+            await self.app.mcp.wait_handshakes()
 
     async def run_terminal(self) -> None:
         """The chat in a terminal: the prompt at once, the profile opening behind it (its
@@ -197,8 +194,8 @@ class Repl:
         """A line sent while the profile opens waits for it; False: leave without waiting."""
         if self._app is not None or self._opening is None:
             return True
-        if line.strip().lower() in _LEAVE:
-            return False
+        if COMMANDS.get(line.strip().lower()) is COMMANDS["/exit"]:
+            return False  # /exit (or an alias) needs nothing from the profile
         if not self._opening.done():
             self.console.print(Text("(opening your memory: the answer follows)", "dim"))
         await asyncio.shield(self._opening)

@@ -63,6 +63,10 @@ class ProfileLock:
         who = _HOLDERS.get(role, f"another `seelen {role}`" if role else "another Seelen")
         return f"{who} (pid {info['pid']})" if "pid" in info else who
 
+    def waiting_line(self) -> str:
+        """What a writer that waits for the holder says, once."""
+        return f"waiting for {self.holder()} to finish with this profile…"
+
     def acquire(self, *, wait: bool, on_wait: Callable[[str], None] = lambda _: None) -> None:
         """Take the lock; when another process has it, wait (saying so) or raise ProfileBusy."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -72,7 +76,7 @@ class ProfileLock:
             except BlockingIOError:
                 if not wait:
                     raise ProfileBusy(f"{self.holder()} is using this profile") from None
-                on_wait(f"waiting for {self.holder()} to finish with this profile…")
+                on_wait(self.waiting_line())
                 fcntl.flock(fd, fcntl.LOCK_EX)
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"pid": os.getpid(), "role": self.role}).encode(), 0)
@@ -106,7 +110,7 @@ async def take_lock(
     except ProfileBusy:
         if not wait:
             raise
-    on_wait(f"waiting for {lock.holder()} to finish with this profile…")
+    on_wait(lock.waiting_line())
     while True:
         await asyncio.sleep(LOCK_POLL_SECONDS)
         with contextlib.suppress(ProfileBusy):

@@ -1,16 +1,20 @@
-"""Small helpers shared by the tests: run the real `seelen` command, open the real store."""
+"""Small helpers shared by the tests: run the real `seelen` command, open the real store,
+call a registered tool, see this process's children."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from seelen.store import Store
+from seelen.tools.base import ToolCall, ToolOutcome, ToolRegistry
 
 
 def run_seelen(
@@ -76,3 +80,25 @@ def wait_gone(pid: int, seconds: float = 15) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+async def call_tool(
+    registry: ToolRegistry, name: str, arguments: dict[str, Any] | None = None
+) -> ToolOutcome:
+    """Run one call of tool `name` through `registry`, as the agent does."""
+    return (await registry.run_all([ToolCall("1", name, json.dumps(arguments or {}))]))[0]
+
+
+def child_pids() -> set[int]:
+    """Live (non-zombie) children of this test process."""
+    me, found = os.getpid(), set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.add(int(entry.name))
+    return found

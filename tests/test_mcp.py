@@ -22,9 +22,10 @@ import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError as ServerToolError
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
+from helpers import call_tool, child_pids
 
 from seelen.errors import ConfigError
-from seelen.tools.base import ToolCall, ToolRegistry
+from seelen.tools.base import ToolRegistry
 from seelen.tools.local import tool
 from seelen.tools.mcp import (
     McpManager,
@@ -73,25 +74,6 @@ def memory_server() -> FastMCP:
         return "remote a"
 
     return server
-
-
-async def call(registry: ToolRegistry, name: str, arguments: dict[str, Any] | None = None):
-    return (await registry.run_all([ToolCall("1", name, json.dumps(arguments or {}))]))[0]
-
-
-def child_pids() -> set[int]:
-    """Live (non-zombie) children of this test process."""
-    me, found = os.getpid(), set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
-            found.add(int(entry.name))
-    return found
 
 
 async def gone(pids: set[int], within: float = 5.0) -> bool:
@@ -346,11 +328,11 @@ async def test_in_process_server_tools_are_registered_and_called() -> None:
             "mem_lookup",
         }
         assert all(s.source == "mcp:mem" for s in registry.tools())
-        echoed = await call(registry, "mem_echo", {"text": "hi"})
+        echoed = await call_tool(registry, "mem_echo", {"text": "hi"})
         assert (echoed.ok, echoed.content, echoed.source) == (True, "hi", "mcp:mem")
-        refused = await call(registry, "mem_refuse")
+        refused = await call_tool(registry, "mem_refuse")
         assert (refused.ok, refused.content) == (False, "error: not today")
-        picture = await call(registry, "mem_picture")
+        picture = await call_tool(registry, "mem_picture")
         assert picture.content == "[image: image/png, 300 bytes]"
         assert picture.images[0]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
     finally:
@@ -371,9 +353,9 @@ async def test_an_mcp_tool_is_tried_before_the_local_tool_of_the_same_name() -> 
         assert [s.source for s in registry.route("lookup")] == ["mcp:mem", "local"]
         names = [t["function"]["name"] for t in registry.openai_tools()]
         assert "lookup" in names and "mem_lookup" not in names
-        remote = await call(registry, "lookup", {"key": "a"})
+        remote = await call_tool(registry, "lookup", {"key": "a"})
         assert (remote.content, remote.source) == ("remote a", "mcp:mem")
-        fallback = await call(registry, "lookup", {"key": "b"})
+        fallback = await call_tool(registry, "lookup", {"key": "b"})
         assert (fallback.ok, fallback.content, fallback.source) == (True, "local b", "local")
 
 
@@ -414,7 +396,8 @@ async def test_failing_servers_fail_alone_and_quickly() -> None:
             for s in manager.status()
             if s.state == "failed"
         )
-        assert (await call(registry, "mem_echo", {"text": "still here"})).content == "still here"
+        echoed = await call_tool(registry, "mem_echo", {"text": "still here"})
+        assert echoed.content == "still here"
         assert await gone(child_pids())  # the silent server was stopped, not left behind
     finally:
         await manager.aclose()
@@ -464,9 +447,9 @@ async def test_third_party_stdio_server_works_and_leaves_no_process() -> None:
     assert await manager.wait_ready(PATIENT)
     assert [s.line() for s in manager.status()] == ["time: ready (2 tools)"]
     assert [s.name for s in registry.tools()] == ["time_get_current_time", "time_convert_time"]
-    result = await call(registry, "time_get_current_time", {"timezone": "Asia/Tokyo"})
+    result = await call_tool(registry, "time_get_current_time", {"timezone": "Asia/Tokyo"})
     assert result.ok and json.loads(result.content)["timezone"] == "Asia/Tokyo"
-    bad_zone = await call(registry, "time_get_current_time", {"timezone": "Mars/Base"})
+    bad_zone = await call_tool(registry, "time_get_current_time", {"timezone": "Mars/Base"})
     assert not bad_zone.ok and "Invalid timezone" in bad_zone.content
     spawned = child_pids() - before
     assert len(spawned) == 1
@@ -483,8 +466,8 @@ async def test_a_server_that_dies_mid_session_is_reported_once() -> None:
         {"mcpServers": {"crashy": tiny}}, registry, init_timeout=PATIENT, on_event=events.append
     ) as manager:
         assert await manager.wait_ready(PATIENT)
-        assert (await call(registry, "crashy_echo", {"text": "x"})).content == "x"
-        crashed = await call(registry, "crashy_crash")
+        assert (await call_tool(registry, "crashy_echo", {"text": "x"})).content == "x"
+        crashed = await call_tool(registry, "crashy_crash")
         assert not crashed.ok and crashed.content.startswith("error: MCP server 'crashy': ")
         assert [s.state for s in manager.status()] == ["failed"]
         assert manager.status()[0].reason.startswith("connection lost")
@@ -596,7 +579,7 @@ async def test_remote_servers_with_a_bearer_token(web_urls: dict[str, str]) -> N
             f"wrongsse: failed — HTTP 401 Unauthorized from {sse_url}",
         ]
         for name in ("web_add", "stream_add"):
-            added = await call(registry, name, {"a": 2, "b": 3})
+            added = await call_tool(registry, name, {"a": 2, "b": 3})
             assert (added.ok, added.content) == (True, "5")
 
 
@@ -640,9 +623,9 @@ async def test_config_files_in_each_clients_format_connect(
         async with McpManager(path, registry, init_timeout=PATIENT, environ=environ) as manager:
             assert await manager.wait_ready(PATIENT)
             assert all(s.state == "ready" for s in manager.status()), (kind, manager.status())
-            assert (await call(registry, "local_echo", {"text": kind})).content == kind
+            assert (await call_tool(registry, "local_echo", {"text": kind})).content == kind
             for name in {"remote_add", "events_add"} & registry.names():
-                assert (await call(registry, name, {"a": 1, "b": 2})).content == "3"
+                assert (await call_tool(registry, name, {"a": 1, "b": 2})).content == "3"
 
 
 async def test_a_token_in_a_server_url_is_never_shown(web_urls: dict[str, str]) -> None:
@@ -699,7 +682,7 @@ async def test_server_logs_go_to_its_file_never_to_the_terminal(
         init_timeout=PATIENT,
     ) as manager:
         assert await manager.wait_ready(PATIENT)
-        assert (await call(registry, "chatty_work")).content == "worked"
+        assert (await call_tool(registry, "chatty_work")).content == "worked"
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     log = (tmp_path / "logs" / "mcp-chatty.log").read_text()
@@ -735,11 +718,11 @@ async def test_resources_can_be_read_through_a_tool() -> None:
         reader = next(s for s in registry.tools() if s.name == "chatty_read_resource")
         assert "notes://today: Today's notes" in reader.description
         assert "pics://dot" in reader.description
-        text = await call(registry, "chatty_read_resource", {"uri": "notes://today"})
+        text = await call_tool(registry, "chatty_read_resource", {"uri": "notes://today"})
         assert (text.ok, text.content) == (True, "buy milk")
-        picture = await call(registry, "chatty_read_resource", {"uri": "pics://dot"})
+        picture = await call_tool(registry, "chatty_read_resource", {"uri": "pics://dot"})
         assert picture.content == "[image pics://dot: image/png, 64 bytes]"
         url = picture.images[0]["image_url"]["url"]
         assert base64.b64decode(url.removeprefix("data:image/png;base64,")).startswith(b"\x89PNG")
-        missing = await call(registry, "chatty_read_resource", {"uri": "notes://nope"})
+        missing = await call_tool(registry, "chatty_read_resource", {"uri": "notes://nope"})
         assert not missing.ok and "chatty" in missing.content

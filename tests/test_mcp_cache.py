@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
+import pytest
+from helpers import call_tool, child_pids
 from model_server import ModelServer, Reply
 from rich.console import Console
 
@@ -18,7 +19,7 @@ from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.oneshot import answer_once
 from seelen.repl import Repl
-from seelen.tools.base import ToolCall, ToolRegistry
+from seelen.tools.base import ToolRegistry
 from seelen.tools.mcp import McpManager
 
 SERVERS = Path(__file__).resolve().parent / "servers"
@@ -38,8 +39,13 @@ def starts(marker: Path) -> int:
     return len(marker.read_text().split()) if marker.exists() else 0
 
 
-async def call(registry: ToolRegistry, name: str, arguments: dict | None = None):
-    return (await registry.run_all([ToolCall("1", name, json.dumps(arguments or {}))]))[0]
+@pytest.fixture
+def marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """MCP on, with ./mcp_servers.json configuring the tiny server; the file of its starts."""
+    monkeypatch.setenv("ENABLE_MCP", "true")
+    marker = tmp_path / "starts"
+    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
+    return marker
 
 
 async def run_once(config: dict, cache: Path, *, wait: bool = True) -> McpManager:
@@ -67,7 +73,7 @@ async def test_a_cached_server_is_offered_at_once_and_started_by_its_first_call(
     assert second.status()[0].line() == "tiny: not started (4 tools known; it starts on first use)"
     await asyncio.sleep(0.5)  # time enough for a server process to have started
     assert starts(marker) == 1
-    outcome = await call(second.registry, "tiny_echo", {"text": "hello"})
+    outcome = await call_tool(second.registry, "tiny_echo", {"text": "hello"})
     assert (outcome.ok, outcome.content) == (True, "hello")
     assert starts(marker) == 2 and second.status()[0].state == "ready"
     await second.aclose()
@@ -109,7 +115,7 @@ async def test_a_live_connection_refreshes_a_stale_list(tmp_path: Path) -> None:
     cache.write_text(json.dumps(data))
     manager = await run_once(config, cache)
     assert sorted(manager.registry.names()) == ["tiny_echo"]
-    assert (await call(manager.registry, "tiny_echo", {"text": "x"})).ok
+    assert (await call_tool(manager.registry, "tiny_echo", {"text": "x"})).ok
     assert "tiny_picture" in manager.registry.names()  # the live list replaced the stale one
     names = [t["name"] for t in json.loads(cache.read_text())["servers"]["tiny"]["offer"]["tools"]]
     assert sorted(names) == ["crash", "echo", "picture", "slow"]
@@ -128,7 +134,7 @@ async def test_a_cached_server_that_fails_to_start_fails_the_call_in_one_line(
     events: list[str] = []
     manager = McpManager(config, ToolRegistry(), cache_file=cache, on_event=events.append)
     manager.start()
-    outcome = await call(manager.registry, "gone_echo", {"text": "x"})
+    outcome = await call_tool(manager.registry, "gone_echo", {"text": "x"})
     assert not outcome.ok and "MCP server 'gone'" in outcome.content
     assert "the server is broken now" in outcome.content
     assert "gone_echo" not in manager.registry.names() and len(events) == 1
@@ -142,36 +148,19 @@ async def test_mcp_server_time_is_offered_from_the_cache_without_a_process(
     args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
     config = {"mcpServers": {"time": {"command": sys.executable, "args": args}}}
     await (await run_once(config, cache)).aclose()
-    before = children()
+    before = child_pids()
     manager = await run_once(config, cache)
     assert "time_get_current_time" in manager.registry.names()
-    assert children() == before  # no server process was started
-    outcome = await call(manager.registry, "time_get_current_time", {"timezone": "Asia/Tokyo"})
+    assert child_pids() == before  # no server process was started
+    outcome = await call_tool(manager.registry, "time_get_current_time", {"timezone": "Asia/Tokyo"})
     assert outcome.ok and "Asia/Tokyo" in outcome.content
-    assert len(children() - before) == 1
+    assert len(child_pids() - before) == 1
     await manager.aclose()
 
 
-def children() -> set[int]:
-    """Live processes whose parent is this test process."""
-    me, found = os.getpid(), set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == me and fields[0] != "Z":
-                found.add(int(entry.name))
-    return found
-
-
 async def test_an_ask_in_this_process_waits_for_no_cached_server(
-    env: ModelServer, tmp_path: Path, monkeypatch
+    env: ModelServer, marker: Path
 ) -> None:
-    monkeypatch.setenv("ENABLE_MCP", "true")
-    marker = tmp_path / "starts"
-    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
     for question in ("first", "second"):
         env.enqueue(f"answer to {question}")
         app = build_app(load_settings())
@@ -193,11 +182,8 @@ async def test_an_ask_in_this_process_waits_for_no_cached_server(
 
 
 async def test_the_interactive_chat_starts_cached_servers_while_the_user_types(
-    env: ModelServer, tmp_path: Path, monkeypatch
+    env: ModelServer, marker: Path
 ) -> None:
-    monkeypatch.setenv("ENABLE_MCP", "true")
-    marker = tmp_path / "starts"
-    (tmp_path / "mcp_servers.json").write_text(json.dumps({"mcpServers": {"tiny": tiny(marker)}}))
     states = []
     for warm in (False, False, True):  # learn the tools; a piped chat; an interactive one
         app = build_app(load_settings())

@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import call_tool
 from model_server import ModelServer, Reply
 from rich.console import Console
 
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.render import EventPrinter
-from seelen.tools.base import ToolCall, ToolRegistry
+from seelen.tools.base import ToolRegistry
 from seelen.tools.mcp import McpManager, ToolProgress
 
 EVERYTHING = Path(sys.prefix) / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
@@ -33,10 +34,6 @@ def everything() -> dict:
     if not EVERYTHING.exists():
         pytest.fail(f"{EVERYTHING} is missing: run ./install.sh --test (it needs npm)")
     return {"command": str(EVERYTHING), "args": ["stdio"]}
-
-
-async def call(registry: ToolRegistry, name: str, arguments: dict | None = None):
-    return (await registry.run_all([ToolCall("1", name, json.dumps(arguments or {}))]))[0]
 
 
 async def test_logs_stay_in_the_log_file_task_only_tools_are_hidden_resources_read(
@@ -58,18 +55,18 @@ async def test_logs_stay_in_the_log_file_task_only_tools_are_hidden_resources_re
         reader = next(s for s in registry.tools() if s.name == "everything_read_resource")
         assert "- demo://resource/dynamic/text/{resourceId}: " in reader.description
         uri = {"uri": "demo://resource/dynamic/text/7"}
-        resource = await call(registry, "everything_read_resource", uri)
+        resource = await call_tool(registry, "everything_read_resource", uri)
         assert resource.ok and resource.content.startswith("Resource 7: ")
-        assert (await call(registry, "everything_toggle-simulated-logging")).ok
+        assert (await call_tool(registry, "everything_toggle-simulated-logging")).ok
         log = logs / "mcp-everything.log"
         deadline = time.monotonic() + 10
         while "server log:" not in log.read_text() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         # Off again: with its 5-second timer running, the server does not exit when its
         # stdin closes, and closing waits 2 s for it before ending it.
-        assert (await call(registry, "everything_toggle-simulated-logging")).ok
+        assert (await call_tool(registry, "everything_toggle-simulated-logging")).ok
         steps = {"duration": 0.6, "steps": 3}
-        outcome = await call(registry, "everything_trigger-long-running-operation", steps)
+        outcome = await call_tool(registry, "everything_trigger-long-running-operation", steps)
         assert outcome.ok and "Steps: 3" in outcome.content
     notes = [line for line in log.read_text().splitlines() if "server log:" in line]
     assert notes and "level" in notes[0]  # e.g. "… CRITICAL server log: Critical-level message"

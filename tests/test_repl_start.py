@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import io
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from helpers import heavy_imports, open_store
 from model_server import ModelServer
@@ -34,6 +35,19 @@ def terminal_repl(pipe) -> tuple[Repl, io.StringIO]:
     return repl, out
 
 
+@contextlib.contextmanager
+def held_by_another_chat() -> Iterator[ProfileLock]:
+    """The profile's lock, held as the chat in another terminal holds it, until the end."""
+    directory = load_settings().profile_dir
+    directory.mkdir(parents=True)
+    other = ProfileLock(directory, "chat")
+    other.acquire(wait=False)
+    try:
+        yield other
+    finally:
+        other.release()
+
+
 def test_the_prompt_needs_neither_the_runtime_nor_the_renderer() -> None:
     heavy = ("seelen.runtime", "seelen.app", "seelen.render", "numpy", "openai", "lancedb")
     assert heavy_imports("seelen.repl", heavy) == []
@@ -43,24 +57,18 @@ async def test_a_line_sent_while_another_chat_holds_the_profile_waits_and_is_ans
     env: ModelServer, data_dir
 ) -> None:
     env.enqueue("Answered once the profile was free.")
-    other = ProfileLock(load_settings().profile_dir, "chat")  # the chat in another terminal
-    load_settings().profile_dir.mkdir(parents=True)
-    other.acquire(wait=False)
-    try:
-        with create_pipe_input() as pipe:
-            repl, out = terminal_repl(pipe)
-            chat = asyncio.create_task(repl.run_terminal())
-            await until(lambda: "waiting for the Seelen chat in another terminal" in out.getvalue())
-            pipe.send_text("typed while it waits\r")
-            await until(lambda: "opening your memory" in out.getvalue())
-            await asyncio.sleep(0.3)
-            assert env.chat_requests() == []  # held, not lost: the other chat still owns it
-            other.release()
-            await until(lambda: "Answered once the profile was free." in out.getvalue())
-            pipe.send_text("/exit\r")
-            await asyncio.wait_for(chat, 20)
-    finally:
+    with held_by_another_chat() as other, create_pipe_input() as pipe:
+        repl, out = terminal_repl(pipe)
+        chat = asyncio.create_task(repl.run_terminal())
+        await until(lambda: "waiting for the Seelen chat in another terminal" in out.getvalue())
+        pipe.send_text("typed while it waits\r")
+        await until(lambda: "opening your memory" in out.getvalue())
+        await asyncio.sleep(0.3)
+        assert env.chat_requests() == []  # held, not lost: the other chat still owns it
         other.release()
+        await until(lambda: "Answered once the profile was free." in out.getvalue())
+        pipe.send_text("/exit\r")
+        await asyncio.wait_for(chat, 20)
     store = open_store(data_dir)
     session = store.active_session()
     assert session is not None
@@ -72,10 +80,7 @@ async def test_a_line_sent_while_another_chat_holds_the_profile_waits_and_is_ans
 
 
 async def test_leaving_while_waiting_for_the_profile_leaves_at_once(env: ModelServer) -> None:
-    other = ProfileLock(load_settings().profile_dir, "chat")
-    load_settings().profile_dir.mkdir(parents=True)
-    other.acquire(wait=False)
-    try:
+    with held_by_another_chat():
         with create_pipe_input() as pipe:
             repl, out = terminal_repl(pipe)
             chat = asyncio.create_task(repl.run_terminal())
@@ -83,8 +88,6 @@ async def test_leaving_while_waiting_for_the_profile_leaves_at_once(env: ModelSe
             pipe.send_text("\x04")  # Ctrl-D
             await asyncio.wait_for(chat, 5)
         assert repl._app is None  # it never opened, so it wrote nothing
-    finally:
-        other.release()
 
 
 async def test_the_restored_session_prints_once_the_profile_is_open(env: ModelServer) -> None:

@@ -153,7 +153,7 @@ class McpManager:
             raise RuntimeError("McpManager.start() was already called")
         self._started = True
         entries, base = load_config(self.config)
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()  # raises now, before any server is set up, when there is none
         for name, raw in entries.items():
             server = ServerLink(str(name), raw)
             self._servers.append(server)
@@ -170,7 +170,7 @@ class McpManager:
             if offer is not None:
                 self._register(server, offer, "idle")
             else:
-                server.task = loop.create_task(self._connect(server), name=f"mcp:{name}")
+                self._begin(server)
 
     def connect_all(self) -> None:
         """Start every server not started yet, in the background (needs the event loop)."""
@@ -186,6 +186,7 @@ class McpManager:
             await asyncio.shield(server.task)  # a cancelled call leaves the connection going
 
     def _begin(self, server: ServerLink) -> None:
+        """Connect `server` in the background."""
         server.state = "connecting"
         server.task = asyncio.get_running_loop().create_task(
             self._connect(server), name=f"mcp:{server.name}"
@@ -203,6 +204,11 @@ class McpManager:
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
         return all(s.state != "connecting" for s in self._servers)
+
+    async def wait_handshakes(self) -> bool:
+        """`wait_ready` for as long as one handshake may take: the init timeout, and a second
+        of margin. False if a server was still connecting then."""
+        return await self.wait_ready(self.init_timeout + 1)
 
     def status(self) -> list[ServerStatus]:
         """Every configured server, in config order."""
@@ -245,8 +251,6 @@ class McpManager:
     def _remember(self, server: ServerLink, offer: Offer) -> None:
         """Cache what a live server offers, when it is new or the cached list is stale."""
         if self._cache is None or server.digest is None:
-            return
-        if self._cache.get(server.name, server.digest) == offer:
             return
         try:
             self._cache.put(server.name, server.digest, offer, [s.name for s in self._servers])

@@ -113,17 +113,15 @@ class ToolCache:
 
     def get(self, server: str, digest: str) -> Offer | None:
         """The offer cached for `server` under this config digest, if any."""
-        entry = self._read().get(server)
-        if not isinstance(entry, dict) or entry.get("digest") != digest:
-            return None
-        try:
-            return Offer.from_json(entry["offer"])
-        except (KeyError, TypeError, ValueError):  # a damaged entry: connect and rewrite it
-            return None
+        return _cached_offer(self._read().get(server), digest)
 
     def put(self, server: str, digest: str, offer: Offer, configured: Collection[str]) -> None:
-        """Remember what `server` offers; entries of servers no longer `configured` go."""
-        servers = {k: v for k, v in self._read().items() if k in configured and k != server}
+        """Remember what `server` offers, unless the file holds exactly that already; entries
+        of servers no longer `configured` go when it is written."""
+        stored = self._read()
+        if _cached_offer(stored.get(server), digest) == offer:
+            return
+        servers = {k: v for k, v in stored.items() if k in configured and k != server}
         servers[server] = {"digest": digest, "offer": offer.to_json()}
         text = json.dumps({"format": FORMAT, "servers": servers}, ensure_ascii=False, indent=1)
         # Two processes writing at once: the last whole file wins; the other server's entry
@@ -137,3 +135,13 @@ class ToolCache:
                 servers = data.get("servers")
                 return servers if isinstance(servers, dict) else {}
         return {}
+
+
+def _cached_offer(entry: Any, digest: str) -> Offer | None:
+    """The offer of a cache entry, when it was made for this config digest and is whole."""
+    if not isinstance(entry, dict) or entry.get("digest") != digest:
+        return None
+    try:
+        return Offer.from_json(entry["offer"])
+    except (KeyError, TypeError, ValueError):  # a damaged entry: connect and rewrite it
+        return None

@@ -19,6 +19,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seelen.logs import base64_size
+
 MAX_NAME = 64
 INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 # Server log levels (RFC 5424 names, as MCP sends them) as Python logging levels.
@@ -127,7 +129,7 @@ def _render_block(block: Any, images: list[dict[str, Any]]) -> str:
     if kind == "image":
         return _binary("", block.mime_type, block.data or "", images)
     if kind == "audio":
-        return f"[audio: {block.mime_type}, {_size(block.data or ''):,} bytes]"
+        return f"[audio: {block.mime_type}, {base64_size(block.data or ''):,} bytes]"
     if kind == "resource_link":
         return f"[resource link: {block.name} <{block.uri}>]"
     if kind == "resource":
@@ -145,12 +147,8 @@ def _binary(uri: str, mime: str, data: str, images: list[dict[str, Any]]) -> str
     where = f" {uri}" if uri else ""
     if mime.startswith("image/"):
         images.append({"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}})
-        return f"[image{where}: {mime}, {_size(data):,} bytes]"
-    return f"[binary{where}: {mime}, {_size(data):,} bytes]"
-
-
-def _size(data: str) -> int:
-    return len(data) * 3 // 4 - data[-2:].count("=")  # base64 → bytes (padding is not data)
+        return f"[image{where}: {mime}, {base64_size(data):,} bytes]"
+    return f"[binary{where}: {mime}, {base64_size(data):,} bytes]"
 
 
 def resource_catalogue(resources: Sequence[Any], limit: int = 30) -> str:
