@@ -7,9 +7,10 @@ data dir and a local model server. Nothing is patched at module level.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,7 +97,9 @@ class App:
             try:
                 self.model.warm()
             finally:
-                model_ready.set_result(None)
+                # Closing cancels the future when the chat ends before the import does.
+                with contextlib.suppress(InvalidStateError):
+                    model_ready.set_result(None)
 
         threading.Thread(target=import_model, name="seelen-warm", daemon=True).start()
         if self.recall is not None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import call_tool, child_pids
 from model_server import ModelServer, Reply
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from seelen.agent import ToolFinished
@@ -185,11 +187,23 @@ async def test_the_interactive_chat_starts_cached_servers_while_the_user_types(
     env: ModelServer, marker: Path
 ) -> None:
     states = []
-    for warm in (False, False, True):  # learn the tools; a piped chat; an interactive one
+    for _ in range(2):  # learn the tools; then a piped chat, which starts nothing
         app = build_app(load_settings())
-        Repl(app, Console(file=io.StringIO())).start_mcp(warm=warm)
+        Repl(app, Console(file=io.StringIO())).start_mcp()
         states.append(app.mcp.status()[0].state)
         assert await app.mcp.wait_ready(PATIENT)
         await app.aclose()
-    assert states == ["connecting", "idle", "connecting"]
-    assert starts(marker) == 2
+    assert states == ["connecting", "idle"] and starts(marker) == 1
+    # The chat in a terminal, through its real entry point: the cached server starts in the
+    # background while the user has typed nothing.
+    with create_pipe_input() as pipe:
+        console = Console(file=io.StringIO(), width=100)
+        repl = Repl(None, console, settings=load_settings(), pt_input=pipe, pt_output=DummyOutput())
+        chat = asyncio.create_task(repl.run_terminal())
+        for _ in range(int(PATIENT / 0.05)):
+            if starts(marker) == 2:
+                break
+            await asyncio.sleep(0.05)
+        pipe.send_text("/exit\r")
+        await asyncio.wait_for(chat, PATIENT)
+    assert starts(marker) == 2 and env.chat_requests() == []

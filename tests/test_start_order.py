@@ -3,11 +3,16 @@ archive saves and answers its question first, then finishes the archive."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 from helpers import open_store, run_seelen
 from model_server import ModelServer, Reply
 from test_memory import jobs, open_app, role_of, say, scripted
 
+from seelen.app import build_app
+from seelen.config import load_settings
 from seelen.errors import ModelError
 from seelen.store import ARCHIVED
 
@@ -38,3 +43,20 @@ async def test_an_ask_answers_before_it_finishes_an_earlier_archive(
     store = open_store(data_dir)
     assert store.get_session(old).status == ARCHIVED  # and the archive was still finished
     store.close()
+
+
+async def test_a_chat_closed_before_its_warm_up_finishes_ends_quietly(
+    env: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crashes: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: crashes.append(args.exc_value))
+    app = build_app(load_settings())
+    importing = threading.Event()
+    monkeypatch.setattr(app.model, "warm", lambda: importing.wait(10))  # a slow import
+    await app.start()
+    await app.aclose()  # the user left at once
+    await asyncio.sleep(0.05)  # the event loop runs on meanwhile
+    importing.set()
+    warm = next(t for t in threading.enumerate() if t.name == "seelen-warm")
+    warm.join(10)
+    assert not warm.is_alive() and crashes == []
