@@ -130,7 +130,7 @@ def ask(
 
     text = question if question is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
     if not text.strip():
-        raise SeelenError("ask: give a question as an argument or on standard input")
+        raise typer.BadParameter("give a question as an argument or on standard input")
     settings = settings_from(profile, model, data_dir)
     printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
     printer.begin()

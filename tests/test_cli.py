@@ -146,6 +146,8 @@ def test_usage_errors_are_explained_with_exit_code_2() -> None:
     assert "Invalid value for --mode" in result.stderr and "internal error" not in result.stderr
     unknown = run_seelen("nosuchcmd")
     assert unknown.returncode == 2 and "No such command" in unknown.stderr
+    empty = run_seelen("ask", "  ")
+    assert empty.returncode == 2 and "give a question" in empty.stderr
 
 
 def test_shell_completion_can_be_installed() -> None:
