@@ -91,7 +91,7 @@ def seed(env: dict[str, str], turns: int) -> None:
 
 
 def owner_pid(env: dict[str, str]) -> int | None:
-    from seelen.client import owner_status
+    from seelen.owner.client import owner_status
 
     status = owner_status(load_settings(environ=env))
     return status["pid"] if status else None

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from seelen.agent import Done, Failed, TextDelta, TurnUsage
+from seelen.agent.events import Done, Failed, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.memory.persona import PROFILE

@@ -22,7 +22,7 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from seelen.local_model import LocalServer, bundled_model_path, default_threads
+from seelen.models.local import LocalServer, bundled_model_path, default_threads
 
 PROMPT = "Tell me a long story about a lighthouse keeper and a storm."
 

@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, scale
 
-from seelen.clock import Clock
-from seelen.embed import Embedder, embed_query, make_embedder
-from seelen.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
+from seelen.memory.clock import Clock
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
+from seelen.models.embed import Embedder, embed_query, make_embedder
+from seelen.models.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
 from seelen.store import Store
 from seelen.vectors import VectorIndex, VectorRow
 
@@ -410,7 +410,7 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
 
 
 def resolve(provider: str, seed: int) -> str:
-    """`auto` as a profile holding the dataset would resolve it (seelen/languages.py)."""
+    """`auto` as a profile holding the dataset would resolve it (seelen/models/languages.py)."""
     if provider != "auto":
         return provider
     turns = [t for s in build(seed).sessions for t in s.turns if t.role == "user"]

@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from seelen.embed import LOCAL_DIM, LocalEmbedder
+from seelen.models.embed import LOCAL_DIM, LocalEmbedder
 from seelen.vectors import VectorIndex, VectorRow
 
 WORDS = (

@@ -557,7 +557,7 @@ def shared_words(question: str, text: str) -> list[str]:
     """Content words of `question` that BM25 would match in `text` (same tokenizer as the store)."""
     import sqlite3
 
-    from seelen.schema import fts_query, index_text
+    from seelen.store.schema import fts_query, index_text
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")

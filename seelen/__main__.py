@@ -1,3 +1,3 @@
-from seelen.cli import main
+from seelen.cli.main import main
 
 main()

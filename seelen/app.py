@@ -1,6 +1,6 @@
 """The composition root: builds the real objects from Settings, and closes them again.
 
-`cli.py` turns commands into calls on an `App`; tests build the same `App` with a temporary
+The `cli/` commands turn into calls on an `App`; tests build the same `App` with a temporary
 data dir and a local model server. Nothing is patched at module level.
 """
 
@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seelen.agent import ChatBot
-from seelen.clock import Clock
+from seelen.agent.turn import ChatBot
 from seelen.config import Settings, prepare_profile_dir
 from seelen.errors import SeelenError
-from seelen.llm import OpenAIChatModel
 from seelen.logs import PromptLog, attach_debug_log
+from seelen.memory.clock import Clock
 from seelen.memory.indexer import Indexer
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Recall
 from seelen.memory.sessions import Sessions
-from seelen.provider import (
+from seelen.models.chat import OpenAIChatModel
+from seelen.models.provider import (
     Provider,
     chat_sampling,
     choose_provider,
@@ -141,7 +141,7 @@ class App:
         follows. True when it switched."""
         if self.index is None or self.recall is None or self.settings.embedding_provider != "auto":
             return False
-        from seelen.embed import E5Embedder, make_embedder
+        from seelen.models.embed import E5Embedder, make_embedder
 
         if self.recall.embedder.model_id == E5Embedder.model_id:
             return False  # switched already (never back): no need to sample the memory again
@@ -352,7 +352,7 @@ def build_recall(
     settings: Settings, provider: Provider, store: Store, directory: Path
 ) -> tuple[Indexer, Recall]:
     """The embedder, the LanceDB index, the background indexer and the recall pipeline."""
-    from seelen.embed import make_embedder
+    from seelen.models.embed import make_embedder
     from seelen.vectors import VectorIndex
 
     embedder = make_embedder(
@@ -381,8 +381,8 @@ def embedding_provider(settings: Settings, store: Store, vectors: Path) -> str:
     languages.py), else the fast English one. Never back: a switch costs a re-index."""
     if settings.embedding_provider != "auto":
         return settings.embedding_provider
-    from seelen.embed import E5Embedder
-    from seelen.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
+    from seelen.models.embed import E5Embedder
+    from seelen.models.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
     from seelen.vectors.meta import META_FILE, ModelRecord
 
     if (ModelRecord(vectors / META_FILE).read() or {}).get("model_id") == E5Embedder.model_id:

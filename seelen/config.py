@@ -298,7 +298,7 @@ def load_settings(
 
 def prepare_profile_dir(settings: Settings) -> Path:
     """Create the profile's data dir if needed and prove it is writable."""
-    from seelen.privacy import make_private
+    from seelen.files import make_private
 
     path = settings.profile_dir
     try:

@@ -133,7 +133,7 @@ class PromptLog:
     """DEBUG_MODE: every prompt sent to the model, one JSON line each, in logs/prompts.jsonl."""
 
     def __init__(self, directory: Path, *secrets: str) -> None:
-        self._logger = file_logger("seelen.prompts", directory / "prompts.jsonl", secrets)
+        self._logger = file_logger("seelen.memory.prompts", directory / "prompts.jsonl", secrets)
 
     def __call__(self, messages: list[dict[str, Any]]) -> None:
         """Append one prompt (redacted; images from tools by type and size only)."""

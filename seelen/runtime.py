@@ -144,7 +144,7 @@ class Runtime:
         directory = settings.profile_dir
         await asyncio.to_thread(_make_private_dir, directory)
         if role != "owner":
-            from seelen.client import stop_owner
+            from seelen.owner.client import stop_owner
 
             await asyncio.to_thread(stop_owner, settings)
         lock = ProfileLock(directory, role)

@@ -13,11 +13,11 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from seelen.agent import Done, ToolFinished, ToolStarted
+from seelen.agent.events import Done, ToolFinished, ToolStarted
 from seelen.app import App, build_app
+from seelen.chat.repl import Repl
 from seelen.config import load_settings
 from seelen.errors import ConfigError
-from seelen.repl import Repl
 from seelen.tools.mcp import McpManager
 
 
@@ -251,7 +251,7 @@ async def test_temperature_reaches_the_chat_request(
 async def test_doctor_checks_each_mcp_server(
     env: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seelen.doctor import mcp_checks
+    from seelen.cli.doctor import mcp_checks
 
     monkeypatch.setenv("ENABLE_MCP", "true")
     monkeypatch.setenv("MCP_INIT_TIMEOUT", "10")

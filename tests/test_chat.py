@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from model_server import ModelServer, Reply
 
-from seelen.agent import Done, Failed, TextDelta
+from seelen.agent.events import Done, Failed, TextDelta
 from seelen.app import App, build_app
 from seelen.config import load_settings
 

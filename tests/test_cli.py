@@ -153,7 +153,7 @@ def test_usage_errors_are_explained_with_exit_code_2() -> None:
 def test_shell_completion_can_be_installed() -> None:
     from typer.testing import CliRunner
 
-    from seelen.cli import app
+    from seelen.cli.main import app
 
     result = CliRunner().invoke(app, ["--help"])
     assert "--install-completion" in result.output and "--show-completion" in result.output

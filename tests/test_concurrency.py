@@ -17,7 +17,7 @@ from pathlib import Path
 from helpers import open_store, run_seelen
 from model_server import ModelServer, Reply
 
-from seelen.embed import make_embedder
+from seelen.models.embed import make_embedder
 from seelen.store import ACTIVE
 from seelen.vectors import VectorIndex
 

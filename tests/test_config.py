@@ -86,8 +86,8 @@ def test_unwritable_data_dir_exits_2(tmp_path: Path) -> None:
 
 def test_importing_creates_no_files(tmp_path: Path, data_dir: Path) -> None:
     code = (
-        "import seelen.cli, seelen.config, seelen.store, seelen.app, seelen.agent, "
-        "seelen.repl, seelen.llm"
+        "import seelen.cli.main, seelen.config, seelen.store, seelen.app, seelen.agent.turn, "
+        "seelen.chat.repl, seelen.models.chat"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
     assert not data_dir.exists()

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from seelen import maintenance
 from seelen.app import App, build_app
-from seelen.cli import app as cli
+from seelen.cli.main import app as cli
 from seelen.config import load_settings
-from seelen.schema import index_text
+from seelen.memory import maintenance
+from seelen.store.schema import index_text
 from seelen.vectors import VectorRow
 
 WORDS = "tea harbour violin lisbon cactus kayak ramen comet lantern pebble".split()
@@ -91,7 +91,7 @@ def test_db_commands_exit_1_on_a_damaged_index_until_repaired(memory: App) -> No
 
 
 async def test_doctor_counts_vectors_against_texts(env, memory: App) -> None:
-    from seelen.doctor import run_checks
+    from seelen.cli.doctor import run_checks
 
     app = build_app(load_settings())
     shutil.rmtree(app.settings.profile_dir / "lancedb")

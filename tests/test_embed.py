@@ -9,7 +9,8 @@ import pytest
 from helpers import heavy_imports
 from model_server import ModelServer, embed_text
 
-from seelen.embed import (
+from seelen.errors import ConfigError, ModelError
+from seelen.models.embed import (
     E5_HEAD_CHARS,
     LOCAL_DIM,
     TOKENIZER_PATH,
@@ -18,7 +19,6 @@ from seelen.embed import (
     OpenAIEmbedder,
     make_embedder,
 )
-from seelen.errors import ConfigError, ModelError
 
 CAT = "I adopted a cat named Miso"
 SENTENCES = [
@@ -47,7 +47,7 @@ def embedder() -> LocalEmbedder:
 
 def test_importing_embed_loads_no_heavy_library() -> None:
     """Start-up stays fast: onnxruntime, tokenizers and openai load on first use only."""
-    assert heavy_imports("seelen.embed", ("onnxruntime", "tokenizers", "openai")) == []
+    assert heavy_imports("seelen.models.embed", ("onnxruntime", "tokenizers", "openai")) == []
 
 
 def test_vectors_are_unit_length_float32(embedder: LocalEmbedder) -> None:

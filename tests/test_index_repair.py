@@ -223,7 +223,7 @@ def test_drift_is_measured_and_repaired(indexed, tmp_path: Path) -> None:
 def test_ask_answers_on_a_damaged_index_and_repairs_it(env, data_dir: Path) -> None:
     from helpers import open_store, run_seelen
 
-    from seelen.embed import LOCAL_DIM, LOCAL_MODEL
+    from seelen.models.embed import LOCAL_DIM, LOCAL_MODEL
 
     profile = data_dir / "default"
     profile.mkdir(parents=True, mode=0o700)

@@ -13,7 +13,7 @@ import pytest
 from model_server import ModelServer
 from rich.console import Console
 
-from seelen.agent import KnowledgeUsed
+from seelen.agent.events import KnowledgeUsed
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.knowledge import Knowledge, NoteFilter
@@ -304,7 +304,7 @@ async def test_each_turn_brings_notes_into_the_prompt_and_follows_edits(
 async def test_repl_shows_used_files_and_searches_by_hand(
     env: ModelServer, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seelen.repl import Repl
+    from seelen.chat.repl import Repl
 
     monkeypatch.setenv("KNOWLEDGE_DIRS", str(notes))
     out = io.StringIO()
@@ -324,7 +324,7 @@ async def test_repl_shows_used_files_and_searches_by_hand(
 def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path) -> None:
     from typer.testing import CliRunner
 
-    from seelen.cli import app
+    from seelen.cli.main import app
 
     runner = CliRunner()
     added = runner.invoke(app, ["knowledge", "add", str(notes)])
@@ -341,8 +341,8 @@ def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path)
 async def test_ask_names_the_notes_it_used_on_stderr(
     env: ModelServer, notes: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
-    from seelen.answer import AnswerPrinter
-    from seelen.oneshot import answer_once
+    from seelen.cli.answer import AnswerPrinter
+    from seelen.cli.oneshot import answer_once
 
     monkeypatch.setenv("KNOWLEDGE_DIRS", str(notes))
     app = build_app(load_settings())

@@ -10,8 +10,8 @@ import pytest
 from seelen.api import Memory
 from seelen.app import embedding_provider
 from seelen.config import load_settings
-from seelen.embed import E5Embedder, LocalEmbedder
-from seelen.languages import MIN_OTHER, needs_multilingual, reads_as_english
+from seelen.models.embed import E5Embedder, LocalEmbedder
+from seelen.models.languages import MIN_OTHER, needs_multilingual, reads_as_english
 from seelen.store import Store
 from seelen.vectors.meta import META_FILE, ModelRecord
 

@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from seelen.errors import ModelError
-from seelen.local_model import (
+from seelen.models.local import (
     LocalServer,
     bundled_model_path,
     failure_reason,
@@ -88,7 +88,7 @@ def test_bundled_model_is_found() -> None:
 
 
 def test_importing_the_module_does_not_import_xllamacpp() -> None:
-    code = "import sys, seelen.local_model; print('xllamacpp' in sys.modules)"
+    code = "import sys, seelen.models.local; print('xllamacpp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -232,7 +232,7 @@ def test_failure_reason_prefers_llama_cpp_cause_then_python_traceback() -> None:
 PARENT = """
 import json, sys, threading, time
 from pathlib import Path
-from seelen.local_model import LocalServer
+from seelen.models.local import LocalServer
 server = LocalServer(Path(sys.argv[1]), ctx_size=512)
 if sys.argv[2] == "worker":
     worker = threading.Thread(target=server.start)

@@ -15,12 +15,12 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from seelen.agent import ToolFinished
-from seelen.answer import AnswerPrinter
+from seelen.agent.events import ToolFinished
 from seelen.app import build_app
+from seelen.chat.repl import Repl
+from seelen.cli.answer import AnswerPrinter
+from seelen.cli.oneshot import answer_once
 from seelen.config import load_settings
-from seelen.oneshot import answer_once
-from seelen.repl import Repl
 from seelen.tools.base import ToolRegistry
 from seelen.tools.mcp import McpManager
 

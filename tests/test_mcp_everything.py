@@ -19,8 +19,8 @@ from model_server import ModelServer, Reply
 from rich.console import Console
 
 from seelen.app import build_app
+from seelen.chat.render import EventPrinter
 from seelen.config import load_settings
-from seelen.render import EventPrinter
 from seelen.tools.base import ToolRegistry
 from seelen.tools.mcp import McpManager, ToolProgress
 

@@ -16,12 +16,12 @@ import pytest
 from model_server import ModelServer, Reply
 from rich.console import Console
 
-from seelen import wire
-from seelen.agent import Notice
+from seelen.agent.events import Notice
 from seelen.app import App, build_app
-from seelen.client import request
+from seelen.chat.render import EventPrinter
 from seelen.config import load_settings
-from seelen.render import EventPrinter
+from seelen.owner import wire
+from seelen.owner.client import request
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 TINY = {"command": "python", "args": [str(SERVERS / "tiny_server.py")]}

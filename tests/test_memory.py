@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from model_server import ModelServer, Reply
 
-from seelen.agent import Done
+from seelen.agent.events import Done
 from seelen.app import App, build_app
 from seelen.config import load_settings
 from seelen.errors import ModelError
 from seelen.memory.persona import PERSONA, PROFILE
-from seelen.prompts import QUOTE_CLOSE, QUOTE_OPEN
+from seelen.memory.prompts import QUOTE_CLOSE, QUOTE_OPEN
 from seelen.store import ARCHIVED
 
 

@@ -122,9 +122,9 @@ def test_search_lists_turns_in_ranked_order_before_summaries(env: ModelServer) -
 
     from rich.console import Console
 
-    from seelen.clock import Clock
+    from seelen.chat.render import render_hits
+    from seelen.memory.clock import Clock
     from seelen.memory.recall import RecalledItem, RecallResult
-    from seelen.render import render_hits
 
     def item(kind: str, text: str, score: float) -> RecalledItem:
         return RecalledItem(f"id-{text}", "s" * 12, kind, text, "user", 0, 0, score)

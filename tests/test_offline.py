@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from helpers import alive, wait_gone
 
-from seelen.agent import Done, TextDelta, TurnUsage
+from seelen.agent.events import Done, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.errors import ConfigError
-from seelen.local_model import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
 from seelen.memory.context import build_messages
-from seelen.provider import (
+from seelen.models.local import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
+from seelen.models.provider import (
     Provider,
     chat_sampling,
     choose_provider,
@@ -99,7 +99,7 @@ def test_a_small_prompt_budget_gets_the_compact_rules() -> None:
     from datetime import UTC, datetime
 
     from seelen.memory.context import PromptParts
-    from seelen.prompts import COMPACT_RULES, RULES
+    from seelen.memory.prompts import COMPACT_RULES, RULES
 
     parts = PromptParts("persona", "profile", "", [], [], [], datetime.now(UTC))
     assert build_messages(parts, 3840)[0]["content"].startswith(COMPACT_RULES)

@@ -10,8 +10,8 @@ from helpers import open_store, run_seelen
 from typer.testing import CliRunner
 
 from seelen.api import Memory
-from seelen.cli import app
-from seelen.clock import Clock
+from seelen.cli.main import app
+from seelen.memory.clock import Clock
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.transfer import render_export
 

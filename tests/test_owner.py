@@ -18,9 +18,9 @@ from helpers import open_store, run_seelen, wait_gone
 from model_server import ModelServer, Reply
 
 import seelen
-from seelen import wire
-from seelen.client import owner_status, request
 from seelen.config import load_settings
+from seelen.owner import wire
+from seelen.owner.client import owner_status, request
 
 
 def _echo(body: dict) -> Reply:
@@ -100,7 +100,7 @@ def test_an_owner_of_another_version_is_replaced(
     init = old / "seelen" / "__init__.py"
     init.write_text(init.read_text().replace(seelen.__version__, "0.0.1"))
     process = subprocess.Popen(
-        [sys.executable, "-m", "seelen.server"],
+        [sys.executable, "-m", "seelen.owner"],
         env={**os.environ, "PYTHONPATH": str(old)},
         cwd=tmp_path,
     )

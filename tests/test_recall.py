@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seelen.clock import Clock
-from seelen.embed import LocalEmbedder
+from seelen.memory.clock import Clock
 from seelen.memory.context import estimate_tokens
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import ITEM_OVERHEAD_TOKENS, RRF_K, Recall
+from seelen.models.embed import LocalEmbedder
 from seelen.store import Store
 from seelen.vectors import VectorIndex
 
@@ -149,7 +149,7 @@ def test_a_named_day_is_searched_even_when_its_turn_is_no_candidate(memory: Memo
 
 
 def test_the_multilingual_embedder_finds_meaning_across_languages() -> None:
-    from seelen.embed import E5Embedder, LocalEmbedder, embed_query
+    from seelen.models.embed import E5Embedder, LocalEmbedder, embed_query
 
     e5 = E5Embedder()
     assert e5.model_id != LocalEmbedder().model_id  # switching models re-indexes everything

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from seelen.embed import LocalEmbedder
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
+from seelen.models.embed import LocalEmbedder
 from seelen.store import Store
 from seelen.vectors import VectorIndex
 

@@ -14,9 +14,9 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from seelen.app import build_app
+from seelen.chat.repl import COMMANDS, Repl
+from seelen.chat.slash import SlashCompleter
 from seelen.config import load_settings
-from seelen.repl import COMMANDS, Repl
-from seelen.slash import SlashCompleter
 from seelen.store import ARCHIVED
 
 
@@ -210,8 +210,8 @@ async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelSe
 
 
 async def test_a_terminal_shows_thinking_until_the_first_word() -> None:
-    from seelen.agent import Done, Notice, TextDelta
-    from seelen.render import EventPrinter
+    from seelen.agent.events import Done, Notice, TextDelta
+    from seelen.chat.render import EventPrinter
 
     seen_before_words: list[str] = []
     out = io.StringIO()

@@ -15,8 +15,8 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
+from seelen.chat.repl import Repl
 from seelen.config import load_settings
-from seelen.repl import Repl
 from seelen.runtime import ProfileLock
 
 
@@ -49,8 +49,8 @@ def held_by_another_chat() -> Iterator[ProfileLock]:
 
 
 def test_the_prompt_needs_neither_the_runtime_nor_the_renderer() -> None:
-    heavy = ("seelen.runtime", "seelen.app", "seelen.render", "numpy", "openai", "lancedb")
-    assert heavy_imports("seelen.repl", heavy) == []
+    heavy = ("seelen.runtime", "seelen.app", "seelen.chat.render", "numpy", "openai", "lancedb")
+    assert heavy_imports("seelen.chat.repl", heavy) == []
 
 
 async def test_a_line_sent_while_another_chat_holds_the_profile_waits_and_is_answered(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from seelen.schema import MIGRATIONS, fts_query
 from seelen.store import ARCHIVED, Store
+from seelen.store.schema import MIGRATIONS, fts_query
 
 
 def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path) -> None:
@@ -41,7 +41,7 @@ def test_schema_has_the_design_tables_and_migrations_are_recorded(tmp_path: Path
 
 
 def test_a_database_from_an_older_version_is_migrated_with_its_text(tmp_path: Path) -> None:
-    from seelen.schema import MIGRATIONS
+    from seelen.store.schema import MIGRATIONS
 
     db = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
     db.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER)")
@@ -179,7 +179,7 @@ def test_the_fold_boundary_is_a_seq_so_forgetting_a_folded_turn_keeps_the_window
 
 
 def test_an_old_fold_count_becomes_the_seq_it_reached(tmp_path: Path) -> None:
-    from seelen.schema import MIGRATIONS
+    from seelen.store.schema import MIGRATIONS
 
     path = tmp_path / "chat_sessions.db"
     db = sqlite3.connect(path, isolation_level=None)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from seelen.clock import Clock
 from seelen.errors import SeelenError
+from seelen.memory.clock import Clock
 from seelen.memory.persona import PROFILE, PersonaFiles
 from seelen.memory.transfer import import_export, render_export, to_ms
 from seelen.store import Store
@@ -165,7 +165,7 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(tmp_path: Path, case: s
 
 
 def test_an_unreadable_import_source_is_one_clear_error(tmp_path: Path) -> None:
-    from seelen.datacli import read_source
+    from seelen.cli.data import read_source
 
     with pytest.raises(SeelenError, match=r"^import: cannot read .*missing\.json"):
         read_source(str(tmp_path / "missing.json"))

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seelen.clock import Clock
+from seelen.memory.clock import Clock
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.recall import Recall
 from seelen.memory.transfer import import_export, render_export

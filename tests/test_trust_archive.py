@@ -9,13 +9,13 @@ import pytest
 from model_server import ModelServer, Reply
 from test_memory import open_app, role_of, say, scripted
 
-from seelen.agent import Notice
+from seelen.agent.events import Notice
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.errors import ModelError
 from seelen.memory.persona import PERSONA, PROFILE
+from seelen.memory.prompts import QUOTE_CLOSE, QUOTE_OPEN, strip_quotes
 from seelen.memory.vetting import vet
-from seelen.prompts import QUOTE_CLOSE, QUOTE_OPEN, strip_quotes
 from seelen.store import ARCHIVED
 
 
@@ -204,7 +204,7 @@ async def test_an_oversized_persona_is_never_sent_to_the_tool_model(env: ModelSe
 
 
 async def test_a_binary_persona_breaks_no_command(env: ModelServer, data_dir: Path) -> None:
-    from seelen.export import write_export
+    from seelen.cli.data import write_export
 
     env.responder = scripted({"summary": "Talked.", "profile": "Name: Ada", "persona": "new"})
     app = await open_app()

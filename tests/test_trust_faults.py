@@ -26,7 +26,7 @@ from seelen.config import load_settings
 async def test_a_broken_stream_is_kept_as_interrupted_and_retried(
     env: ModelServer, fault: Reply, words: str
 ) -> None:
-    from seelen.agent import Done, Failed
+    from seelen.agent.events import Done, Failed
 
     app = await open_app()
     env.enqueue(fault)
@@ -113,7 +113,7 @@ async def test_profile_files_are_private_whatever_the_umask(
 async def test_an_error_that_echoes_the_api_key_is_redacted(
     env: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seelen.agent import Failed
+    from seelen.agent.events import Failed
 
     key = "custom-key-4f9a7c21"  # not shaped like sk-…, so only knowing the key can hide it
     monkeypatch.setenv("OPENAI_API_KEY", key)
@@ -195,7 +195,8 @@ def test_invalid_utf8_in_an_argument_is_one_clear_line(data_dir: Path) -> None:
 
 
 async def test_deeply_nested_tool_arguments_never_break_a_turn(env: ModelServer) -> None:
-    from seelen.agent import Done, ToolFinished, ToolStarted, outcome_preview
+    from seelen.agent.events import Done, ToolFinished, ToolStarted
+    from seelen.agent.turn import outcome_preview
 
     nested = "[" * 100_000 + "]" * 100_000
     assert outcome_preview(nested).startswith("[[[")
@@ -217,7 +218,7 @@ async def test_reset_returns_every_id_so_no_vector_outlives_the_words(env: Model
 
     from rich.console import Console
 
-    from seelen.repl import Repl
+    from seelen.chat.repl import Repl
 
     app = await open_app()
     for text in ["my locker code is 4711", "my cat is called Miso", "I live near the harbour"]:
@@ -270,7 +271,7 @@ async def test_a_full_disk_mid_chat_is_one_line_and_the_chat_goes_on(env: ModelS
 
     from rich.console import Console
 
-    from seelen.repl import Repl
+    from seelen.chat.repl import Repl
 
     app = await open_app()
     out = io.StringIO()

@@ -10,9 +10,9 @@ import json
 import os
 from pathlib import Path
 
-from seelen.atomic import atomic_write
 from seelen.config import Settings
 from seelen.errors import ConfigError, SeelenError
+from seelen.files import atomic_write
 from seelen.knowledge.files import NoteFilter, real_root
 from seelen.knowledge.index import NoteIndex
 from seelen.knowledge.library import Knowledge

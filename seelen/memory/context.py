@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from seelen.prompts import DatedText, system_prompt
+from seelen.memory.prompts import DatedText, system_prompt
 from seelen.store import Turn
 
 # Characters counted as one token each (CJK and beyond), as `ord(ch) >= 0x2E80`.

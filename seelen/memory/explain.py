@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from seelen.clock import Clock
+from seelen.memory.clock import Clock
 from seelen.memory.context import SHARES, _fit_items
+from seelen.memory.prompts import DatedText
 from seelen.memory.recall import Recall, RecalledItem
-from seelen.prompts import DatedText
 
 
 class Ranking:

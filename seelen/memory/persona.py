@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from seelen.atomic import atomic_write
+from seelen.files import atomic_write
 from seelen.store import now_ms
 
 PERSONA, PROFILE = "persona_memory.txt", "user_profile.txt"

@@ -22,11 +22,11 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seelen.clock import Clock
-from seelen.embed import embed_query
 from seelen.errors import SeelenError
+from seelen.memory.clock import Clock
 from seelen.memory.context import estimate_tokens
 from seelen.memory.when import TimeHint, in_time_first, parse_time
+from seelen.models.embed import embed_query
 from seelen.store import Store, Summary, Turn
 
 RRF_K = 60

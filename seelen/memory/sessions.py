@@ -13,19 +13,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seelen.clock import Clock
 from seelen.errors import ModelError, SeelenError
-from seelen.llm import ChatModel
+from seelen.memory.clock import Clock
 from seelen.memory.context import clip, estimate_tokens
 from seelen.memory.persona import PERSONA, PROFILE, Change, PersonaFiles
-from seelen.memory.vetting import oversized_input, vet
-from seelen.prompts import (
+from seelen.memory.prompts import (
     fold_messages,
     persona_update_messages,
     profile_update_messages,
     session_summary_messages,
     strip_quotes,
 )
+from seelen.memory.vetting import oversized_input, vet
+from seelen.models.chat import ChatModel
 from seelen.store import ACTIVE, EPHEMERAL, Session, Store, Turn, new_id, now_ms
 
 PROFILE_WORDS, PERSONA_WORDS = 400, 300

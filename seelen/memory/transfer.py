@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from seelen.clock import Clock
 from seelen.errors import SeelenError
+from seelen.memory.clock import Clock
 from seelen.memory.persona import PERSONA, PROFILE, PersonaFiles
 from seelen.store import ACTIVE, ARCHIVED, Session, Store, Summary, Turn
 

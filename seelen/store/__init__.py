@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seelen.errors import StoreError
-from seelen.schema import MIGRATIONS, index_text
-from seelen.sqlite_faults import explain, refuse_empty_file
+from seelen.store.faults import explain, refuse_empty_file
 from seelen.store.queries import Imports, IndexBookkeeping, Lookups, TextSearch
 from seelen.store.records import (
     ACTIVE,
@@ -36,6 +35,7 @@ from seelen.store.records import (
     summary_row,
     turn_row,
 )
+from seelen.store.schema import MIGRATIONS, index_text
 from seelen.store.transaction import Transaction
 
 __all__ = [

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from seelen.schema import FOLD_SEQ_FROM_COUNT, fts_query, phrase
 from seelen.store.records import (
     INDEXABLE_TURN,
     Session,
@@ -21,6 +20,7 @@ from seelen.store.records import (
     summary_row,
     turn_row,
 )
+from seelen.store.schema import FOLD_SEQ_FROM_COUNT, fts_query, phrase
 
 
 class Lookups:

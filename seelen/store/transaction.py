@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from seelen.errors import StoreError
-from seelen.sqlite_faults import explain
+from seelen.store.faults import explain
 
 
 class Transaction:

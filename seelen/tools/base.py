@@ -23,7 +23,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Protocol, runtime_checkable
 
 from seelen.errors import ToolError
-from seelen.llm import ModelToolCall as ToolCall  # one tool call as the model sent it
+from seelen.models.chat import ModelToolCall as ToolCall  # one tool call as the model sent it
 
 __all__ = [
     "LOCAL",

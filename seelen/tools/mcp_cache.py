@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from seelen.atomic import atomic_write
+from seelen.files import atomic_write
 from seelen.tools.mcp_config import RemoteServer, StdioServer
 from seelen.tools.mcp_content import needs_tasks
 

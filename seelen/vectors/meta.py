@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seelen.atomic import atomic_write
+from seelen.files import atomic_write
 
 META_FILE = "seelen_vectors.json"
 

@@ -194,10 +194,10 @@ class LocalServer:
         self._log_start = self._stderr.tell()
         env = dict(os.environ)
         # The child must import this very copy of seelen, installed or not.
-        package_root = str(Path(__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "seelen.local_model"],
+            [sys.executable, "-m", "seelen.models.local"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -3,12 +3,12 @@
 `seelen ask` connects to the owner's Unix socket (0600, in the profile folder), sends its
 question and streams the events back, so a question costs a connection instead of loading
 LanceDB, the embedding model and the model client again. The owner is started in the
-background by the first client that finds none (`seelen.client`), holds the profile's
+background by the first client that finds none (`seelen.owner.client`), holds the profile's
 writer lock, answers one turn at a time, and exits after `SEELEN_IDLE_MINUTES` without a
 request, when asked to stop, or when a client of another version or other settings needs
 the profile (it then stops and that client starts a fresh owner).
 
-Run by hand with `python -m seelen.server` (what the client starts).
+Run by hand with `python -m seelen.owner` (what the client starts).
 """
 
 from __future__ import annotations
@@ -16,17 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seelen import wire
-from seelen.runtime import ProfileBusy
+from seelen.owner import wire
 
 if TYPE_CHECKING:
-    from seelen.config import Settings
+    pass
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 # Asked to answer, an owner that has not answered anything for this long checks for idleness.
@@ -163,100 +161,3 @@ def _unlink_if_mine(path: Path, inode: int) -> None:
     with contextlib.suppress(FileNotFoundError):
         if path.stat().st_ino == inode:
             path.unlink()
-
-
-async def run_owner(settings: Settings, host_factory: Callable[[Settings], Any]) -> int:
-    """Open the profile, serve it until idle or stopped, close it; returns the exit code."""
-    path = wire.socket_path(settings)
-    if not wire.usable(path):
-        print(f"seelen owner: socket path too long: {path}", file=sys.stderr)
-        return 2
-    try:
-        host = await host_factory(settings)
-    except ProfileBusy as exc:  # a chat holds the profile: the client answers in-process
-        print(f"seelen owner: {exc}", file=sys.stderr)
-        return 3
-    server = OwnerServer(
-        host,
-        version=wire.code_version(),
-        fingerprint=wire.fingerprint(settings),
-        idle_seconds=settings.idle_minutes * 60 if settings.idle_minutes else None,
-    )
-    try:
-        await server.serve(path)
-    finally:
-        await host.aclose()
-    return 0
-
-
-def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | None]) -> Any:
-    """Turn the agent's events into wire messages; the last one is `done` or `failed`."""
-    from seelen.agent import (
-        Done,
-        Failed,
-        KnowledgeUsed,
-        Notice,
-        TextDelta,
-        ToolFinished,
-        ToolProgressed,
-        TurnUsage,
-    )
-
-    async def convert() -> AsyncIterator[dict[str, Any]]:
-        usage: dict[str, Any] | None = None
-        tools: list[dict[str, Any]] = []
-        async for event in events:
-            if isinstance(event, TextDelta):
-                yield {"type": "delta", "text": event.text}
-            elif isinstance(event, Notice):
-                yield {"type": "notice", "message": event.message}
-            elif isinstance(event, KnowledgeUsed):
-                from seelen.knowledge import used_line
-
-                yield {"type": "used", "text": used_line(event.passages)}
-            elif isinstance(event, ToolProgressed):
-                yield {"type": "progress", "text": event.progress.line()}
-            elif isinstance(event, ToolFinished):
-                tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
-                yield {"type": "tool", **tools[-1]}
-            elif isinstance(event, TurnUsage):
-                usage = dict(vars(event))
-            elif isinstance(event, Failed):
-                yield {"type": "failed", "message": event.message, "end": True}
-                return
-            elif isinstance(event, Done):
-                yield {
-                    "type": "done",
-                    "text": event.text,
-                    "session_id": session_id(),
-                    "usage": usage,
-                    "tool_calls": tools,
-                    "end": True,
-                }
-                return
-
-    return convert()
-
-
-def main() -> None:
-    """`python -m seelen.server`: the owner of the profile named by the environment."""
-    from seelen.config import load_settings
-    from seelen.errors import SeelenError
-    from seelen.owner_host import open_host
-
-    try:
-        code = asyncio.run(run_owner(load_settings(), open_host))
-    except SeelenError as exc:
-        print(f"seelen owner: {exc}", file=sys.stderr)
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        code = 130
-    # Everything is closed and committed by now; skipping the interpreter's teardown (seconds,
-    # with onnxruntime's and LanceDB's threads) frees the profile for the next owner at once.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,13 +1,13 @@
-"""`seelen ask` in this process: used when no warm owner can answer (see `seelen.client`)."""
+"""`seelen ask` in this process: used when no warm owner can answer (see `seelen.owner.client`)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from seelen.answer import AnswerPrinter
 from seelen.app import App  # the profile, opened by the caller through the runtime
-from seelen.server import events_to_wire
+from seelen.cli.answer import AnswerPrinter
+from seelen.owner.host import events_to_wire
 
 
 async def answer_once(app: App, text: str, printer: AnswerPrinter, *, ephemeral: bool) -> int:

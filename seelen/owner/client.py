@@ -1,6 +1,6 @@
 """The thin client: hand a question to the profile's warm owner, starting one if needed.
 
-Imports only the standard library (and `seelen.wire`), so `seelen ask` costs tens of
+Imports only the standard library (and `seelen.owner.wire`), so `seelen ask` costs tens of
 milliseconds before its question is on its way. When no owner can serve (the socket path is
 too long, the owner cannot start, a chat in another terminal holds the profile without
 serving it), the caller answers in-process instead, exactly as without an owner.
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seelen import wire
+from seelen.owner import wire
 
 if TYPE_CHECKING:
     from seelen.config import Settings
@@ -113,7 +113,7 @@ def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
         log_fd = os.open(logs / "owner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "seelen.server"],
+                [sys.executable, "-m", "seelen.owner"],
                 env=_owner_env(settings),
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,

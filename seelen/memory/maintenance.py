@@ -1,6 +1,6 @@
 """`seelen db`: check, repair, optimize, back up, restore and measure one profile.
 
-Operations only; they return data and `db_commands.py` shows it. SQLite is checked through
+Operations only; they return data and `cli/db.py` shows it. SQLite is checked through
 a connection of its own, so a check sees the file as it is on disk.
 """
 
@@ -282,7 +282,7 @@ def restore(profile_dir: Path, which: str | None, keep: int) -> tuple[Path, Path
     os.replace(incoming, live)
     for name in FILES:
         if (source / name).is_file():
-            from seelen.atomic import atomic_write
+            from seelen.files import atomic_write
 
             atomic_write(profile_dir / name, (source / name).read_text(encoding="utf-8"))
     for name in FOLDERS:

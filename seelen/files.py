@@ -1,4 +1,5 @@
-"""Private files: a profile's folders are 0700 and its files 0600, whatever the umask.
+"""How Seelen writes files: private (folders 0700, files 0600, whatever the umask) and, when
+a file is replaced, atomically (a reader sees the old file or the new one, never half).
 
 Seelen's memory is personal. Rather than chmod each file after the fact (SQLite's -wal and
 -shm files, LanceDB's fragments and logs are created by libraries), the process umask is
@@ -9,10 +10,32 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 PRIVATE_UMASK = 0o077
 DIR_MODE, FILE_MODE = 0o700, 0o600
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` through a synced temporary file and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # makes the rename itself survive a power cut
+    finally:
+        os.close(dir_fd)
 
 
 def make_private(profile_dir: Path) -> None:

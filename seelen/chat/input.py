@@ -14,8 +14,8 @@ from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 
+from seelen.chat.slash import SlashCompleter
 from seelen.config import Settings
-from seelen.slash import SlashCompleter
 
 
 def key_bindings() -> KeyBindings:
@@ -40,7 +40,7 @@ def prompt_session(
     settings: Settings, toolbar: Callable[[], str], pt_input: Any = None, pt_output: Any = None
 ) -> PromptSession[str]:
     """The chat's PromptSession, its history kept in the profile folder (created private)."""
-    from seelen.privacy import DIR_MODE, PRIVATE_UMASK
+    from seelen.files import DIR_MODE, PRIVATE_UMASK
 
     directory = settings.profile_dir
     try:

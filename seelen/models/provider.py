@@ -34,7 +34,7 @@ def choose_provider(settings: Settings) -> Provider:
         if settings.openai_base_url or settings.openai_api_key:
             kind = "openai"
         else:
-            from seelen.local_model import local_available
+            from seelen.models.local import local_available
 
             custom = Path(settings.local_model_path) if settings.local_model_path else None
             if not local_available(custom):
@@ -64,7 +64,7 @@ def start_local_server(
     settings: Settings, provider: Provider, progress: Callable[[str], None]
 ) -> Provider:
     """Start the bundled (or LOCAL_MODEL_PATH) llama.cpp server and point the provider at it."""
-    from seelen.local_model import LocalServer, bundled_model_path
+    from seelen.models.local import LocalServer, bundled_model_path
 
     path = Path(settings.local_model_path) if settings.local_model_path else bundled_model_path()
     if path is None:
@@ -85,7 +85,7 @@ def reply_cap(settings: Settings, provider: Provider) -> int:
     """MAX_REPLY_TOKENS; for the local provider a default cap, as small models loop."""
     if settings.max_reply_tokens or provider.kind != "local":
         return settings.max_reply_tokens
-    from seelen.local_model import LOCAL_REPLY_TOKENS
+    from seelen.models.local import LOCAL_REPLY_TOKENS
 
     return LOCAL_REPLY_TOKENS
 
@@ -110,7 +110,7 @@ def chat_sampling(settings: Settings, provider: Provider) -> dict[str, Any]:
     """Sampling for chat replies: small-model defaults for the local provider, TEMPERATURE."""
     sampling: dict[str, Any] = {}
     if provider.kind == "local":
-        from seelen.local_model import LOCAL_SAMPLING
+        from seelen.models.local import LOCAL_SAMPLING
 
         sampling.update(LOCAL_SAMPLING)
     if settings.temperature is not None:

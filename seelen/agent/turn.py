@@ -15,9 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seelen.clock import Clock
-from seelen.errors import ModelError
-from seelen.events import (
+from seelen.agent.events import (
     Done,
     Event,
     Failed,
@@ -30,11 +28,13 @@ from seelen.events import (
     ToolStarted,
     TurnUsage,
 )
-from seelen.llm import ChatModel, Completion, TextChunk
+from seelen.errors import ModelError
+from seelen.memory.clock import Clock
 from seelen.memory.context import SHARES, PromptParts, build_messages, with_images
 from seelen.memory.persona import PersonaFiles
+from seelen.memory.prompts import DatedText
 from seelen.memory.sessions import Sessions
-from seelen.prompts import DatedText
+from seelen.models.chat import ChatModel, Completion, TextChunk
 from seelen.store import Turn, now_ms
 
 __all__ = [

@@ -66,7 +66,7 @@ async def run_checks(app: App) -> list[Check]:
     async def index_healthy() -> str:
         if app.index is None or app.recall is None:
             raise RuntimeError("recall is not configured")
-        from seelen.maintenance import index_findings
+        from seelen.memory.maintenance import index_findings
 
         findings = await asyncio.to_thread(index_findings, app)
         wrong = [f"{f.name}: {f.detail}" for f in findings if not f.ok]

@@ -1,6 +1,7 @@
-"""The outside interface on the command line: `seelen import` and `memory search --json`.
+"""The outside interface on the command line: `seelen export`, `seelen import` and
+`memory search --json`.
 
-Both run against the memory alone (no model is started). Import writes in one transaction,
+All run against the memory alone (no model is started). Import writes in one transaction,
 then embeds what it added with a progress bar on stderr; search prints JSON on stdout, one
 object per query, with the profile, index and embedding model loaded once for a whole batch.
 """
@@ -10,11 +11,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, import_export
+
+if TYPE_CHECKING:
+    from seelen.app import App
 
 
 def read_source(source: str, stdin: IO[str] | None = None) -> str:
@@ -92,3 +96,15 @@ def search_json(
         out.flush()
         count += 1
     return count
+
+
+def write_export(app: App, fmt: str, output: str | None) -> str | None:
+    """Write the export (JSON or Markdown) to a file (atomically) or return it for stdout."""
+    from seelen.files import atomic_write
+    from seelen.memory.transfer import render_export
+
+    text = render_export(app.store, app.files, app.clock, fmt)
+    if output:
+        atomic_write(Path(output), text + "\n")
+        return None
+    return text

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from seelen.cli_common import (
+from seelen.cli.common import (
     DataOpt,
     ProfileOpt,
     memory_only,
@@ -78,11 +78,11 @@ def memory_search(
     def body(application: Any, console: Any) -> None:
         _index_if_free(application)
         if as_json:
-            from seelen.datacli import search_json
+            from seelen.cli.data import search_json
 
             search_json(application, query, limit=limit, mode=mode, batch=batch)
             return
-        from seelen.render import render_hits
+        from seelen.chat.render import render_hits
 
         result = application.recall.search(query or "", None, mode, conv_num=limit or 10)
         render_hits(console, application, result)
@@ -103,7 +103,7 @@ def _index_if_free(application: Any) -> None:
         if application.index is not None and application.index.needs_reindex():
             from rich.console import Console
 
-            from seelen.datacli import index_with_progress
+            from seelen.cli.data import index_with_progress
 
             # A new embedding model embeds everything again: minutes for a large memory, so
             # say so (on stderr, which keeps --json's stdout clean).
@@ -144,7 +144,7 @@ def memory_forget(
 @memory_app.command("reindex")
 def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Embed every stored text again (after changing EMBEDDING_MODEL, or to repair)."""
-    from seelen.render import progress_bar
+    from seelen.chat.render import progress_bar
     from seelen.runtime import reindex_all
 
     def body(application: Any, console: Any) -> None:
@@ -165,7 +165,7 @@ def sessions_list(
     data_dir: DataOpt = None,
 ) -> None:
     """The newest sessions with their status and summary."""
-    from seelen.render import render_sessions
+    from seelen.chat.render import render_sessions
 
     _memory_command(profile, data_dir, lambda a, c: render_sessions(c, a, limit))
 
@@ -177,7 +177,7 @@ def sessions_show(
     data_dir: DataOpt = None,
 ) -> None:
     """Every turn of one session, with times and text ids."""
-    from seelen.render import render_session
+    from seelen.chat.render import render_session
     from seelen.runtime import resolve_session
 
     _memory_command(
@@ -189,7 +189,7 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     @sub.command("show")
     def show(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """Print the file."""
-        from seelen.render import visible
+        from seelen.chat.render import visible
 
         _memory_command(
             profile,
@@ -253,7 +253,7 @@ def export(
     data_dir: DataOpt = None,
 ) -> None:
     """Everything Seelen remembers: persona, profile, sessions, summaries and turns."""
-    from seelen.export import write_export
+    from seelen.cli.data import write_export
 
     if fmt not in ("json", "markdown"):
         raise typer.BadParameter("use json or markdown", param_hint="--format")
@@ -293,7 +293,7 @@ def import_(
     data_dir: DataOpt = None,
 ) -> None:
     """Add a `seelen export --format json` file to memory (no model is called)."""
-    from seelen.datacli import describe, import_into, read_source
+    from seelen.cli.data import describe, import_into, read_source
 
     text = read_source(source)
     _memory_command(

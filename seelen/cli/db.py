@@ -1,4 +1,4 @@
-"""`seelen db …`: the maintenance commands, as a typer sub-app (`cli.py` registers it).
+"""`seelen db …`: the maintenance commands, as a typer sub-app (`cli/main.py` registers it).
 
 Each command prints plain lines; `check` exits 1 when anything is wrong.
 """
@@ -17,14 +17,14 @@ DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELE
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Any:
-    from seelen.cli_common import settings_from  # the flags given before `db` count too
+    from seelen.cli.common import settings_from  # the flags given before `db` count too
 
     return settings_from(profile, None, data_dir)
 
 
 def _memory(profile: str | None, data_dir: str | None, writer: str | None = None) -> Any:
     """The profile's store, index and indexer, without a chat model (see `memory_only`)."""
-    from seelen.cli_common import memory_only
+    from seelen.cli.common import memory_only
 
     return memory_only(_settings(profile, data_dir), writer)
 
@@ -43,8 +43,8 @@ def _progress() -> Callable[[int, int], None]:
 @db_app.command("check")
 def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Check SQLite, the vector index against the texts, and the persona and profile files."""
-    from seelen.maintenance import DB_FILE, sqlite_findings
-    from seelen.maintenance import check as run_check
+    from seelen.memory.maintenance import DB_FILE, sqlite_findings
+    from seelen.memory.maintenance import check as run_check
 
     findings = sqlite_findings(_settings(profile, data_dir).profile_dir / DB_FILE)
     if all(f.ok for f in findings):  # a damaged database is reported, not opened
@@ -60,7 +60,7 @@ def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @db_app.command("repair")
 def repair(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Fix what `check` finds: re-index missing vectors, drop orphans, rebuild a damaged index."""
-    from seelen.maintenance import repair as run_repair
+    from seelen.memory.maintenance import repair as run_repair
 
     with _memory(profile, data_dir, "db repair") as app:
         lines = run_repair(app, _progress())
@@ -73,7 +73,7 @@ def repair(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @db_app.command("optimize")
 def optimize(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """VACUUM and ANALYZE the database, compact the vector index and rebuild its indices."""
-    from seelen.maintenance import optimize as run_optimize
+    from seelen.memory.maintenance import optimize as run_optimize
 
     with _memory(profile, data_dir, "db optimize") as app:
         for line in run_optimize(app):
@@ -83,7 +83,7 @@ def optimize(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @db_app.command("backup")
 def backup(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Copy the profile into backups/ (safe while Seelen runs); keeps SEELEN_BACKUPS copies."""
-    from seelen.maintenance import backup as run_backup
+    from seelen.memory.maintenance import backup as run_backup
 
     settings = _settings(profile, data_dir)
     typer.echo(str(run_backup(settings.profile_dir, settings.backups)))
@@ -98,8 +98,8 @@ def restore(
     data_dir: DataOpt = None,
 ) -> None:
     """Restore a backup; the current state is backed up first. Close any chat before."""
-    from seelen.client import stop_owner
-    from seelen.maintenance import restore as run_restore
+    from seelen.memory.maintenance import restore as run_restore
+    from seelen.owner.client import stop_owner
     from seelen.runtime import ProfileLock
 
     settings = _settings(profile, data_dir)
@@ -116,7 +116,7 @@ def restore(
 @db_app.command("list")
 def list_backups(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """The backups, numbered as `restore` takes them (1 = newest)."""
-    from seelen.maintenance import backups, human, size
+    from seelen.memory.maintenance import backups, human, size
 
     found = backups(_settings(profile, data_dir).profile_dir)
     if not found:
@@ -128,7 +128,7 @@ def list_backups(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @db_app.command("stats")
 def stats(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Counts of sessions, texts and vectors, and the size of each part of the profile."""
-    from seelen.maintenance import stats as run_stats
+    from seelen.memory.maintenance import stats as run_stats
 
     with _memory(profile, data_dir) as app:
         rows = run_stats(app)

@@ -23,7 +23,7 @@ LOCAL_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 LOCAL_DIM = 384
 # all-MiniLM-L6-v2 was trained on at most 256 word pieces; longer input only adds noise.
 LOCAL_MAX_TOKENS = 256
-TOKENIZER_PATH = Path(__file__).parent / "assets" / "tokenizer.json"
+TOKENIZER_PATH = Path(__file__).parents[1] / "assets" / "tokenizer.json"
 # The tokenizer reads a whole text before it keeps the first LOCAL_MAX_TOKENS pieces: a 1 MB
 # turn took 0.4-1.9 s of CPU (English, Chinese). English averages ~4.5 characters per piece
 # and Chinese ~1, so 16 per piece leaves a wide margin: a text is cut there, at a space

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seelen.errors import ModelError
-from seelen.redact import redact
+from seelen.logs import redact
 
 
 @dataclass(frozen=True)

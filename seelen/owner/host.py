@@ -1,6 +1,6 @@
 """What an owner serves: an opened profile answering one question at a time.
 
-Two kinds of owner use it: the warm background process (`seelen.server`), and an open chat,
+Two kinds of owner use it: the warm background process (`python -m seelen.owner`), and an open chat,
 which answers questions from other terminals between (never during) its own turns.
 """
 
@@ -11,9 +11,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from seelen import wire
 from seelen.config import Settings
-from seelen.server import OwnerServer, events_to_wire
+from seelen.owner import wire
+from seelen.owner.server import OwnerServer
 
 if TYPE_CHECKING:
     from seelen.app import App
@@ -86,3 +86,52 @@ async def serve_chat(
         server.stop()
         with contextlib.suppress(Exception):
             await task
+
+
+def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | None]) -> Any:
+    """Turn the agent's events into wire messages; the last one is `done` or `failed`."""
+    from seelen.agent.events import (
+        Done,
+        Failed,
+        KnowledgeUsed,
+        Notice,
+        TextDelta,
+        ToolFinished,
+        ToolProgressed,
+        TurnUsage,
+    )
+
+    async def convert() -> AsyncIterator[dict[str, Any]]:
+        usage: dict[str, Any] | None = None
+        tools: list[dict[str, Any]] = []
+        async for event in events:
+            if isinstance(event, TextDelta):
+                yield {"type": "delta", "text": event.text}
+            elif isinstance(event, Notice):
+                yield {"type": "notice", "message": event.message}
+            elif isinstance(event, KnowledgeUsed):
+                from seelen.knowledge import used_line
+
+                yield {"type": "used", "text": used_line(event.passages)}
+            elif isinstance(event, ToolProgressed):
+                yield {"type": "progress", "text": event.progress.line()}
+            elif isinstance(event, ToolFinished):
+                tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
+                yield {"type": "tool", **tools[-1]}
+            elif isinstance(event, TurnUsage):
+                usage = dict(vars(event))
+            elif isinstance(event, Failed):
+                yield {"type": "failed", "message": event.message, "end": True}
+                return
+            elif isinstance(event, Done):
+                yield {
+                    "type": "done",
+                    "text": event.text,
+                    "session_id": session_id(),
+                    "usage": usage,
+                    "tool_calls": tools,
+                    "end": True,
+                }
+                return
+
+    return convert()

@@ -1,6 +1,6 @@
 """`seelen knowledge add|list|remove|search`: the profile's note folders, from the shell.
 
-A typer sub-app of its own, registered by one line in `cli.py`.
+A typer sub-app of its own, registered by one line in `cli/main.py`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELE
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:
-    from seelen.cli_common import settings_from
+    from seelen.cli.common import settings_from
     from seelen.config import prepare_profile_dir
 
     settings = settings_from(profile, None, data_dir)

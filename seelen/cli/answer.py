@@ -1,6 +1,6 @@
 """How `seelen ask` prints an answer: streamed plain text, Markdown, or one JSON object.
 
-Works on wire messages (`seelen.wire`), whether they come from the warm owner or from an
+Works on wire messages (`seelen.owner.wire`), whether they come from the warm owner or from an
 answer computed in this process, so both paths print exactly the same thing.
 """
 

@@ -1,7 +1,7 @@
 """The interactive chat: a prompt-toolkit session that reads lines and hands them on.
 
-Slash commands live in `seelen.slash`, rendering in `seelen.render`. Lines read from a pipe
-go through the same `handle()` as typed ones.
+Slash commands live in `seelen.chat.slash`, rendering in `seelen.chat.render`. Lines read
+from a pipe go through the same `handle()` as typed ones.
 
 In a terminal the prompt comes first (`run_terminal`): the profile opens behind it, its
 start-up lines print above the prompt, and a line sent meanwhile waits for it (it is in the
@@ -22,27 +22,27 @@ from prompt_toolkit import PromptSession
 from rich.console import Console
 from rich.text import Text
 
+from seelen.chat.input import prompt_session
+from seelen.chat.slash import COMMANDS
 from seelen.config import Settings
 from seelen.errors import SeelenError
-from seelen.prompt_input import prompt_session
-from seelen.slash import COMMANDS
 
 if TYPE_CHECKING:
-    from seelen.agent import Event
+    from seelen.agent.events import Event
     from seelen.app import App
-    from seelen.render import EventPrinter
+    from seelen.chat.render import EventPrinter
     from seelen.runtime import Runtime
 
 
 def _shown(text: str) -> str:
     """`render.shown`, loaded on first use (the renderer imports the agent)."""
-    from seelen.render import shown
+    from seelen.chat.render import shown
 
     return shown(text)
 
 
 def _short(text: str, limit: int) -> str:
-    from seelen.render import short
+    from seelen.chat.render import short
 
     return short(text, limit)
 
@@ -89,7 +89,7 @@ class Repl:
         return self._app
 
     def _attach(self, app: App) -> None:
-        from seelen.render import EventPrinter
+        from seelen.chat.render import EventPrinter
 
         self._app = app
         self.printer = EventPrinter(self.console, show_usage=app.settings.debug_mode)
@@ -151,7 +151,7 @@ class Repl:
         # The runtime (numpy, SQLite, the agent) and the renderer (markdown): ~0.3 s of imports,
         # made in a thread while the prompt is already shown and takes keys.
         runtime_module, _ = await asyncio.to_thread(
-            lambda: [importlib.import_module(m) for m in ("seelen.runtime", "seelen.render")]
+            lambda: [importlib.import_module(m) for m in ("seelen.runtime", "seelen.chat.render")]
         )
         runtime: Runtime = await runtime_module.Runtime.open(
             self.settings, role="chat", on_line=self._say, on_locked=self._lock_taken
@@ -160,7 +160,7 @@ class Repl:
         self._attach(runtime.app)
         if runtime.app.recall is not None:  # a line sent at once does not wait for vectors
             runtime.app.recall.wait_for_warm = False
-        from seelen.owner_host import serve_chat
+        from seelen.owner.host import serve_chat
 
         await stack.enter_async_context(
             serve_chat(runtime.app, self.turn_lock, self.note_remote_answer)

@@ -20,7 +20,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from seelen.agent import (
+from seelen.agent.events import (
     Done,
     Event,
     Failed,
@@ -32,8 +32,8 @@ from seelen.agent import (
     ToolProgressed,
     ToolStarted,
     TurnUsage,
-    outcome_preview,
 )
+from seelen.agent.turn import outcome_preview
 
 if TYPE_CHECKING:
     from seelen.app import App

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from seelen.cli_common import (
+from seelen.cli.common import (
     _ROOT_FLAGS,
     DataOpt,
     ModelOpt,
@@ -21,11 +21,11 @@ from seelen.cli_common import (
     settings_from,
     stderr_console,
 )
-from seelen.cli_memory import register as register_memory_commands
+from seelen.cli.db import db_app
+from seelen.cli.knowledge import knowledge_app
+from seelen.cli.memory import register as register_memory_commands
 from seelen.config import Settings
-from seelen.db_commands import db_app
 from seelen.errors import SeelenError
-from seelen.knowledge_cli import knowledge_app
 
 app = typer.Typer(
     help="Seelen: a terminal companion with long-term memory.\n\n"
@@ -88,7 +88,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     """Chat interactively. With piped input, each line is handled as if typed."""
     from rich.console import Console
 
-    from seelen.repl import Repl
+    from seelen.chat.repl import Repl
 
     settings = settings_from(profile, model, data_dir)
     console = Console(highlight=False)
@@ -97,7 +97,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
         return
 
     async def body(application: Any) -> None:
-        from seelen.owner_host import serve_chat
+        from seelen.owner.host import serve_chat
 
         repl = Repl(application, console)
         await repl.start()
@@ -125,8 +125,8 @@ def ask(
     The question goes to the profile's warm background process, started if needed
     (SEELEN_OWNER=false answers in this process instead).
     """
-    from seelen.answer import AnswerPrinter
-    from seelen.client import ask as ask_owner
+    from seelen.cli.answer import AnswerPrinter
+    from seelen.owner.client import ask as ask_owner
 
     text = question if question is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
     if not text.strip():
@@ -137,7 +137,7 @@ def ask(
     final = ask_owner(settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message)
     if final is not None:
         raise typer.Exit(printer.finish(final))
-    from seelen.oneshot import answer_once  # no owner could answer: answer in this process
+    from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
 
     code = run(
         _with_app(
@@ -156,7 +156,7 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     """Archive the current session into long-term memory and start a new one."""
     from rich.console import Console
 
-    from seelen.repl import Repl
+    from seelen.chat.repl import Repl
 
     settings = settings_from(profile, model, data_dir)
 
@@ -183,7 +183,7 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Show whether the background process runs, since when, and how much it answered."""
     import time
 
-    from seelen.client import owner_status
+    from seelen.owner.client import owner_status
 
     status = owner_status(settings_from(profile, None, data_dir))
     if status is None:
@@ -200,7 +200,7 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @server_app.command("stop")
 def server_stop(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """End the background process (it finishes the answer it is giving first)."""
-    from seelen.client import stop_owner
+    from seelen.owner.client import stop_owner
 
     print("stopped" if stop_owner(settings_from(profile, None, data_dir)) else "not running")
 
@@ -212,8 +212,8 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     from rich.markup import escape
     from rich.text import Text
 
-    from seelen.doctor import facts, run_checks
-    from seelen.render import visible
+    from seelen.chat.render import visible
+    from seelen.cli.doctor import facts, run_checks
 
     settings = settings_from(profile, model, data_dir)
     console = Console(highlight=False)

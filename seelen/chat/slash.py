@@ -15,7 +15,7 @@ from rich.text import Text
 # The renderer and the runtime are imported by the handlers that use them: the prompt
 # (which needs the command names) shows before they are loaded (see repl.py).
 if TYPE_CHECKING:
-    from seelen.repl import Repl
+    from seelen.chat.repl import Repl
 
 Handler = Callable[["Repl", str], Awaitable[bool]]
 
@@ -65,7 +65,7 @@ class SlashCompleter(Completer):
 
 @command("/help", "/h", help="show this list")
 async def _help(repl: Repl, arg: str) -> bool:
-    from seelen.render import shown
+    from seelen.chat.render import shown
 
     for cmd in unique_commands():
         names = ", ".join((cmd.name, *cmd.aliases))
@@ -112,7 +112,7 @@ async def _retry(repl: Repl, arg: str) -> bool:
 
 @command("/memory", "/m", help="search your long-term memory", arg="QUERY")
 async def _memory(repl: Repl, arg: str) -> bool:
-    from seelen.render import render_hits
+    from seelen.chat.render import render_hits
     from seelen.runtime import index_now
 
     if not arg:
@@ -130,7 +130,7 @@ async def _memory(repl: Repl, arg: str) -> bool:
 
 @command("/why", help="what was recalled for the last reply, and why")
 async def _why(repl: Repl, arg: str) -> bool:
-    from seelen.render import render_why
+    from seelen.chat.render import render_why
 
     render_why(repl.console, repl.app, repl.app.bot.last_recall)
     return True
@@ -138,7 +138,7 @@ async def _why(repl: Repl, arg: str) -> bool:
 
 @command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
 async def _tools(repl: Repl, arg: str) -> bool:
-    from seelen.render import short, shown
+    from seelen.chat.render import short, shown
 
     app = repl.app
     if app.tools_note:
@@ -175,7 +175,7 @@ async def _files(repl: Repl, arg: str) -> bool:
 
 @command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
 async def _knowledge(repl: Repl, arg: str) -> bool:
-    from seelen.render import short
+    from seelen.chat.render import short
 
     knowledge = repl.app.knowledge
     if knowledge is None:

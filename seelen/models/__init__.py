@@ -1,0 +1,1 @@
+"""The models: the chat model client, embedders, the local llama.cpp server, which to use."""
