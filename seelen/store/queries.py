@@ -216,3 +216,24 @@ class Imports:
                 )
             db.execute(FOLD_SEQ_FROM_COUNT)  # an export carries the count; the seq is ours
         return new
+
+    def import_history(
+        self, sessions: Sequence[Session], turns: Sequence[Turn], summaries: Sequence[Summary]
+    ) -> tuple[int, int, int]:
+        """Insert another assistant's conversations in one transaction, as `import_records`
+        does; a session already stored takes the turns it lacks (a re-download that grew)
+        and its end moves to its newest turn. Returns how many rows of each kind were new."""
+        with self._tx() as db:
+            new = (
+                sum(insert_session(db, s) for s in sessions),
+                sum(insert_turn(db, t) for t in turns),
+                sum(insert_summary(db, m) for m in summaries),
+            )
+            db.executemany(
+                "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
+                "WHERE session_id = ?1), end_timestamp = max(coalesce(end_timestamp, 0), "
+                "(SELECT max(timestamp) FROM conversation WHERE session_id = ?1)) "
+                "WHERE session_id = ?1",
+                [(s.session_id,) for s in sessions],
+            )
+        return new
