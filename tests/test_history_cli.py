@@ -185,3 +185,31 @@ def test_background_import_is_searchable_at_once_and_embedded_by_the_owner(
         assert "vector" in found["My bike is a green Gazelle."]["rankers"]
     finally:
         request(wire.socket_path(load_settings()), {"op": "stop"})
+
+
+def test_summarize_says_what_it_costs_then_replaces_the_made_up_summaries(
+    env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(claude_export()), "utf-8")
+    env.enqueue("The user takes the 8:15 train to Trieste.", "The user rides a green Gazelle.")
+    result = CliRunner().invoke(app, ["import", "--summarize", str(export)])
+    assert result.exit_code == 0, result.output
+    assert "Summarising 2 conversations with test-model: 2 requests, about " in result.output
+    assert "Summarised 2 conversations with the tool model." in result.output
+    requests = env.chat_requests()
+    assert len(requests) == 2 and "green Gazelle" in json.dumps(requests[1]["messages"])
+    store = open_store(data_dir)
+    summaries = [
+        store.session_summary(s.session_id) for s in store.sessions_with_status("archived")
+    ]
+    assert sorted(s.text for s in summaries if s) == [
+        "The user rides a green Gazelle.",
+        "The user takes the 8:15 train to Trieste.",
+    ]
+    assert store.count_unindexed() == 0
+
+    again = CliRunner().invoke(app, ["import", "--summarize", str(export)])
+    assert again.exit_code == 0, again.output
+    assert "has the tool model's summary already" in again.output
+    assert len(env.chat_requests()) == 2  # nothing was sent twice

@@ -51,3 +51,59 @@ def import_history(app: Any, export: Export, console: Any, *, embed: bool = True
         index_with_progress(app.index, console)
         return "Every imported text is embedded: search by meaning finds them too."
     return "Their vectors are made in the background; `seelen db stats` says how far it is."
+
+
+async def import_summarized(settings: Any, export: Export, *, ask: bool) -> None:
+    """`--summarize`: import, then have the tool model summarise the imported sessions,
+    after saying what that costs (and, when `ask`, asking whether to go on)."""
+    import asyncio
+
+    from seelen.cli.common import stderr_console
+    from seelen.runtime import Runtime
+
+    console = stderr_console()
+    runtime = await Runtime.open(
+        settings,
+        role="import",
+        on_line=lambda m: console.print(m, style="dim", markup=False),
+        start_indexer=False,
+        finish_archives=False,
+    )
+    try:
+        app = runtime.app
+        line = await asyncio.to_thread(import_history, app, export, console)
+        console.print(line, markup=False)
+        await _summarize(app, export, console, ask=ask)
+    finally:
+        await runtime.aclose()
+
+
+async def _summarize(app: Any, export: Export, console: Any, *, ask: bool) -> None:
+    import asyncio
+
+    import typer
+
+    from seelen.chat.render import progress_bar
+    from seelen.memory.imports.summaries import estimate, summarize_all
+
+    cost = await asyncio.to_thread(estimate, app.sessions, export.conversations)
+    if not cost.session_ids:
+        console.print("Every imported conversation has the tool model's summary already.")
+        return
+    console.print(cost.describe(app.provider.tool_model), markup=False)
+    if ask and not typer.confirm("Go on?", default=True, err=True):
+        return
+    total = len(cost.session_ids)
+    with progress_bar(console) as bar:
+        task = bar.add_task("summarising", total=total)
+        refused = await summarize_all(
+            app.sessions, cost.session_ids, lambda n: bar.update(task, completed=n)
+        )
+    if app.index is not None and app.index.behind():
+        from seelen.cli.data import index_with_progress
+
+        await asyncio.to_thread(index_with_progress, app.index, console)
+    line = f"Summarised {total - refused} conversations with the tool model"
+    if refused:
+        line += f"; its answer for {refused} was refused, so they keep their opening"
+    console.print(line + ".", markup=False)

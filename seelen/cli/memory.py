@@ -21,6 +21,7 @@ from seelen.cli.common import (
     DataOpt,
     ProfileOpt,
     memory_only,
+    run,
     settings_from,
     stderr_console,
 )
@@ -313,20 +314,33 @@ def import_(
             "embeds the rest (see `seelen db stats`)",
         ),
     ] = False,
+    summarize: Annotated[
+        bool,
+        typer.Option(
+            "--summarize",
+            help="have the tool model summarise each imported conversation (says what it "
+            "costs first); without it, a summary is made of the title and first lines",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="with --summarize: do not ask")] = False,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
     """Add an export to memory: Seelen's own, or your history from ChatGPT, Claude or llm.
 
-    No model is called. Importing the same file again adds nothing; a newer export of the
-    same history adds only what is new.
+    No model is called unless --summarize asks for it. Importing the same file again adds
+    nothing; a newer export of the same history adds only what is new.
     """
-    from seelen.cli.imports import import_history, read
+    from seelen.cli.imports import import_history, import_summarized, read
     from seelen.memory.imports.source import FORMATS
 
     if fmt is not None and fmt not in FORMATS:
         raise typer.BadParameter(f"use {', '.join(FORMATS)}", param_hint="--from")
     export = read(source, fmt)
+    if summarize and export.kind not in ("seelen", "empty"):
+        settings = settings_from(profile, None, data_dir)
+        run(import_summarized(settings, export, ask=not yes and sys.stdin.isatty()))
+        return
 
     def body(application: Any, console: Any) -> None:
         if export.kind == "seelen":
