@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +25,11 @@ from seelen.cli.common import (
     stderr_console,
 )
 from seelen.errors import SeelenError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from seelen.app import App
 
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
@@ -268,7 +273,7 @@ def export(
     _memory_command(profile, data_dir, body)
 
 
-def edit_file(app: Any, name: str, console: Any) -> bool:
+def edit_file(app: App, name: str, console: Console) -> bool:
     """Open a memory file in $EDITOR on a copy; save it (with history) if it changed."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     before = app.files.read(name)
