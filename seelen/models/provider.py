@@ -10,7 +10,7 @@ from typing import Any
 
 from seelen.config import Settings
 from seelen.errors import ConfigError
-from seelen.logs import private_dir
+from seelen.files import private_dir
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
