@@ -17,6 +17,8 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
+from seelen.files import private_dir
+
 # 5 MB × 3 backups: a debugging session's prompts (10–30 kB each) fit, and a forgotten
 # DEBUG_MODE cannot fill the disk (at most 20 MB per file kind).
 MAX_BYTES = 5_000_000
@@ -82,13 +84,6 @@ class PrivateFileHandler(RotatingFileHandler):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.fchmod(fd, 0o600)  # a file left by an older version may be wider
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
-
-
-def private_dir(path: Path) -> Path:
-    """Create `path` (0700) if needed and return it."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
-    return path
 
 
 def file_handler(path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s") -> Any:

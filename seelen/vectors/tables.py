@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seelen.errors import StoreError
+from seelen.files import private_dir
 from seelen.vectors.records import VectorHit, VectorRow
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def connect(path: Path) -> Any:
         import lancedb
     except ImportError:
         raise StoreError("the 'lancedb' package is missing: reinstall Seelen") from None
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path)
     return lancedb.connect(path)
 
 
