@@ -79,9 +79,7 @@ def test_doctor_reports_each_part(env: ModelServer, data_dir: Path) -> None:
     assert "✓ model answers" in ok.stdout and "✓ memory store" in ok.stdout
     assert "✓ vector index" in ok.stdout and str(data_dir) in ok.stdout.replace("\n", "")
 
-    down = run_cli(
-        "doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": "0"}
-    )
+    down = run_cli("doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": "0"})
     assert down.returncode == 1
     assert "✗ model answers" in down.stdout and "cannot reach" in down.stdout
 
