@@ -73,6 +73,14 @@ def run_cli(*args: str, stdin: str | bytes = "", env: dict[str, str] | None = No
     from click.testing import CliRunner
 
     from seelen.cli import common
+
+    with_loop = True
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        with_loop = False
+    # The command runs its own event loop, as `seelen` does; it cannot nest in the test's.
+    assert not with_loop, "run_cli runs from a plain (not async) test"
     from seelen.cli import main as cli
 
     saved_environ, saved_argv, saved_flags = dict(os.environ), sys.argv, dict(common._ROOT_FLAGS)
