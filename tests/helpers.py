@@ -74,13 +74,12 @@ def run_cli(*args: str, stdin: str | bytes = "", env: dict[str, str] | None = No
 
     from seelen.cli import common
 
-    with_loop = True
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        with_loop = False
-    # The command runs its own event loop, as `seelen` does; it cannot nest in the test's.
-    assert not with_loop, "run_cli runs from a plain (not async) test"
+        pass  # the command runs its own event loop, as `seelen` does
+    else:
+        raise AssertionError("run_cli is for plain tests: its event loop cannot nest in one")
     from seelen.cli import main as cli
 
     saved_environ, saved_argv, saved_flags = dict(os.environ), sys.argv, dict(common._ROOT_FLAGS)
