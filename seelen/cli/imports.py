@@ -29,17 +29,12 @@ def read(source: str | None, fmt: str | None) -> Export:
 def import_history(app: Any, export: Export, console: Any, *, embed: bool = True) -> str:
     """Write the export's conversations into the app's profile, then (unless `embed` is
     False) embed them with a progress bar; returns the line saying what was added."""
-    from seelen.chat.render import progress_bar
+    from seelen.cli.common import progress_bar
     from seelen.memory.imports.writer import write_history
 
-    with progress_bar(console) as bar:
-        task = bar.add_task("importing", total=sum(len(c.messages) for c in export.conversations))
-        report = write_history(
-            app.store,
-            export.conversations,
-            app.clock,
-            lambda done, total: bar.update(task, completed=done, total=total),
-        )
+    total = sum(len(c.messages) for c in export.conversations)
+    with progress_bar(console, "importing", total) as progress:
+        report = write_history(app.store, export.conversations, app.clock, progress)
     line = report.describe()
     if not report.turns:
         return line
@@ -83,7 +78,7 @@ async def _summarize(app: Any, export: Export, console: Any, *, ask: bool) -> No
 
     import typer
 
-    from seelen.chat.render import progress_bar
+    from seelen.cli.common import progress_bar
     from seelen.memory.imports.summaries import estimate, summarize_all
 
     cost = await asyncio.to_thread(estimate, app.sessions, export.conversations)
@@ -94,11 +89,8 @@ async def _summarize(app: Any, export: Export, console: Any, *, ask: bool) -> No
     if ask and not typer.confirm("Go on?", default=True, err=True):
         return
     total = len(cost.session_ids)
-    with progress_bar(console) as bar:
-        task = bar.add_task("summarising", total=total)
-        refused = await summarize_all(
-            app.sessions, cost.session_ids, lambda n: bar.update(task, completed=n)
-        )
+    with progress_bar(console, "summarising", total) as progress:
+        refused = await summarize_all(app.sessions, cost.session_ids, lambda n: progress(n, total))
     if app.index is not None and app.index.behind():
         from seelen.cli.data import index_with_progress
 

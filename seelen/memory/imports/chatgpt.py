@@ -21,6 +21,7 @@ from seelen.memory.imports.conversation import (
     Message,
     joined,
     seconds_to_ms,
+    text_of,
 )
 
 SOURCE = "chatgpt"
@@ -69,7 +70,7 @@ def conversation(item: dict[str, Any], n: int) -> Conversation:
     return Conversation(
         SOURCE,
         key,
-        item.get("title") if isinstance(item.get("title"), str) else "",
+        text_of(item, "title"),
         tuple(messages),
         seconds_to_ms(item.get("create_time")) or seconds_to_ms(item.get("update_time")),
     )
@@ -120,8 +121,9 @@ def _message(node_id: str, node: Any) -> Message | None:
     metadata = message.get("metadata") or {}
     model = metadata.get("model_slug") if isinstance(metadata, dict) else None
     meta = {"model": model} if role == "assistant" and isinstance(model, str) else {}
-    key = message.get("id") if isinstance(message.get("id"), str) else node_id
-    return Message(key, role, text, seconds_to_ms(message.get("create_time")), meta)
+    return Message(
+        text_of(message, "id", node_id), role, text, seconds_to_ms(message.get("create_time")), meta
+    )
 
 
 def _shown(message: dict[str, Any]) -> bool:
@@ -149,7 +151,7 @@ def _part(part: Any) -> str:
     if not isinstance(part, dict):
         return ""
     if isinstance(part.get("text"), str):  # e.g. the transcript of a voice message
-        return part["text"]
+        return text_of(part, "text")
     kind = part.get("content_type")
     if isinstance(kind, str) and kind.endswith("_asset_pointer"):
         return f"[{kind.removesuffix('_asset_pointer').removeprefix('real_time_user_')}]"

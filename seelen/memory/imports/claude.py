@@ -19,6 +19,7 @@ from seelen.memory.imports.conversation import (
     Message,
     iso_to_ms,
     joined,
+    text_of,
 )
 
 SOURCE = "claude"
@@ -34,7 +35,7 @@ def looks_like(data: Any) -> bool:
 def _items(data: Any) -> list[Any]:
     # The export is a list; a few tools wrap it as {"conversations": [...]}.
     if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        return data["conversations"]
+        return list(data["conversations"])
     return data if isinstance(data, list) else []
 
 
@@ -60,7 +61,7 @@ def read(data: Any) -> list[Conversation]:
             Conversation(
                 SOURCE,
                 key,
-                item.get("name") if isinstance(item.get("name"), str) else "",
+                text_of(item, "name"),
                 tuple(messages),
                 iso_to_ms(item.get("created_at")) or iso_to_ms(item.get("updated_at")),
             )
@@ -94,8 +95,9 @@ def _message(raw: dict[str, Any], position: int) -> Message | None:
     text = joined([_shown_text(raw), *_files(raw)])
     if not text:
         return None
-    key = raw.get("uuid") if isinstance(raw.get("uuid"), str) else f"#{position}"
-    return Message(key, role, text, iso_to_ms(raw.get("created_at")))
+    return Message(
+        text_of(raw, "uuid", f"#{position}"), role, text, iso_to_ms(raw.get("created_at"))
+    )
 
 
 def _shown_text(raw: dict[str, Any]) -> str:

@@ -89,6 +89,12 @@ def iso_to_ms(value: Any, *, naive_zone: Any = UTC) -> int | None:
     return (moment - _EPOCH) // _MS
 
 
+def text_of(raw: dict[str, Any], key: str, default: str = "") -> str:
+    """`raw[key]` when it is a string, else `default` (exports leave fields out or null)."""
+    value = raw.get(key)
+    return value if isinstance(value, str) else default
+
+
 def joined(pieces: Sequence[str]) -> str:
     """Non-empty pieces of one message, one per line, stripped."""
     return "\n".join(p.strip() for p in pieces if p and p.strip())

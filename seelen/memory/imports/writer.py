@@ -84,7 +84,7 @@ def opening(conversation: Conversation, clock: Clock, start_ms: int) -> str:
     name = NAMES.get(conversation.source, conversation.source)
     title = conversation.title.strip()
     head = f"{name} conversation “{title}”" if title else f"{name} conversation"
-    first = {}
+    first: dict[str, str] = {}
     for m in conversation.messages:
         first.setdefault(m.role, " ".join(m.text.split()))
     said = [clip(first[r], OPENING_TOKENS) for r in ("user", "assistant") if r in first]
@@ -113,7 +113,8 @@ def write_history(
         if progress:
             progress(done, total)
     source = conversations[0].source if conversations else ""
-    return HistoryReport(source, len(conversations), *new, empty=empty)
+    sessions, turns, summaries = new
+    return HistoryReport(source, len(conversations), sessions, turns, summaries, empty)
 
 
 def _batches(
