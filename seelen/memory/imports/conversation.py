@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from seelen.errors import SeelenError
@@ -75,9 +75,9 @@ def seconds_to_ms(value: Any) -> int | None:
     return round(value * 1000)
 
 
-def iso_to_ms(value: Any, *, naive_zone: Any = UTC) -> int | None:
-    """An ISO 8601 time as integer milliseconds (a time without offset is in `naive_zone`);
-    None when it is missing or not a time."""
+def iso_to_ms(value: Any, *, naive_zone: tzinfo | None = UTC) -> int | None:
+    """An ISO 8601 time as integer milliseconds (a time without offset is in `naive_zone`,
+    None: this machine's); None when it is missing or not a time."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -85,7 +85,7 @@ def iso_to_ms(value: Any, *, naive_zone: Any = UTC) -> int | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=naive_zone)
+        moment = moment.replace(tzinfo=naive_zone).astimezone(UTC)
     return (moment - _EPOCH) // _MS
 
 
