@@ -164,7 +164,15 @@ def test_what_is_not_such_an_export_is_one_error(
 
 
 def test_the_wrong_format_or_an_empty_zip_says_so(tmp_path: Path) -> None:
+    import sqlite3
+
     from history_exports import zip_bytes_without_conversations
+
+    sqlite3.connect(tmp_path / "logs.db").execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(HistoryError, match="an SQLite file, not ChatGPT's export: use --from llm"):
+        read_export(str(tmp_path / "logs.db"), "chatgpt")
+    with pytest.raises(HistoryError, match=r"an SQLite file, but not llm's logs\.db"):
+        read_export(str(tmp_path / "logs.db"))
 
     gpt = write_zip(tmp_path / "chatgpt.zip", chatgpt_export())
     with pytest.raises(HistoryError, match="this is ChatGPT's export, not Claude's: use --from"):

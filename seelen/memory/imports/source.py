@@ -36,11 +36,15 @@ def read_export(source: str, fmt: str | None = None, stdin: IO[str] | None = Non
     """Read FILE (`-`: standard input) and recognise it; `fmt` names what it must be."""
     import sys
 
-    if fmt == "llm" or (fmt is None and source != "-" and _is_sqlite(source)):
+    sqlite = source not in ("", "-") and _is_sqlite(source)
+    if fmt == "llm" or (fmt is None and sqlite):
         path = Path(source) if source else llm_logs.default_path()
         if not path.is_file():
             raise HistoryError(f"no llm logs.db at {path}")
         return Export("llm", conversations=tuple(llm_logs.read(path)))
+    if sqlite:
+        name = NAMES.get(fmt or "", "an")
+        raise HistoryError(f"this is an SQLite file, not {name} export: use --from llm")
     text = (stdin or sys.stdin).read() if source == "-" else _read_text(Path(source))
     return _recognise(text, fmt)
 
