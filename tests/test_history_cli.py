@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import open_store, run_seelen
+from helpers import open_store, run_cli, run_seelen
 from history_exports import chatgpt_export, claude_export, write_zip
 from model_server import ModelServer, Reply
 from typer.testing import CliRunner
@@ -66,8 +66,8 @@ def test_claudes_facts_come_back_in_the_chat(
     assert imported.exit_code == 0, imported.output
     assert "Imported 5 turns in 2 new sessions from Claude" in imported.output
     env.enqueue("A green Gazelle.")
-    asked = CliRunner().invoke(app, ["ask", "What kind of bike do I have?"])
-    assert asked.exit_code == 0, asked.output
+    asked = run_cli("ask", "What kind of bike do I have?")
+    assert asked.returncode == 0, asked.stderr
     prompt = json.dumps(env.last_messages())
     assert "My bike is a green Gazelle." in prompt
 
@@ -94,7 +94,7 @@ def test_a_file_that_is_not_such_an_export_changes_nothing(
         path.write_bytes(zip_bytes_without_conversations())
     else:
         path.write_bytes(content)
-    result = run_seelen("import", str(path))
+    result = run_cli("import", str(path))
     assert result.returncode == 1
     assert result.stderr.startswith("seelen: import: ") and says in result.stderr
     assert result.stderr.count("\n") == 1 and result.stdout == ""
