@@ -185,3 +185,21 @@ def test_the_wrong_format_or_an_empty_zip_says_so(tmp_path: Path) -> None:
     truncated.write_bytes(gpt.read_bytes()[:-40])
     with pytest.raises(HistoryError, match="not a readable zip"):
         read_export(str(truncated))
+
+
+def test_odd_values_in_an_export_are_skipped_not_a_crash() -> None:
+    data = chatgpt_export()
+    mapping = data[0]["mapping"]
+    mapping["a2"]["message"]["content"]["parts"] = None  # no parts: nothing shown
+    mapping["q2"]["message"]["recipient"] = None  # a missing recipient is everyone
+    mapping["stray"] = "not a node"
+    mapping["a1"]["parent"] = "stray"  # the path runs into it and ends there
+    bees = chatgpt.read(data)[0]
+    assert [m.text for m in bees.messages] == [
+        "A Warré hive: light, and 36 frames fit.",
+        "[image]\nIs this comb healthy?\n[file: comb.jpg]",
+    ]
+    odd = claude_export()
+    odd[1]["chat_messages"][0]["sender"] = ["human"]
+    odd[1]["chat_messages"][1]["files"] = "not a list"
+    assert [m.text for m in claude.read(odd)[1].messages] == ["A classic Dutch bike!"]

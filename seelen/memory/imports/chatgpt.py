@@ -61,12 +61,11 @@ def conversation(item: dict[str, Any], n: int) -> Conversation:
     messages, last_time = [], None
     for node in _path(item, mapping):
         message = _message(node, mapping[node])
-        time = _time_of(mapping[node]) or None
         if message is not None:
             # A message without a time came right after the node before it (a tool's
             # output, the reasoning), which is closer than the previous message shown.
             messages.append(message if message.ts_ms else replace(message, ts_ms=last_time))
-        last_time = seconds_to_ms(time) or last_time
+        last_time = seconds_to_ms(_time_of(mapping[node])) or last_time
     return Conversation(
         SOURCE,
         key,
@@ -101,8 +100,8 @@ def _newest_leaf(mapping: dict[str, Any]) -> str | None:
     return max(leaves)[1] if leaves else None
 
 
-def _time_of(node: dict[str, Any]) -> float:
-    message = node.get("message")
+def _time_of(node: Any) -> float:
+    message = node.get("message") if isinstance(node, dict) else None
     value = message.get("create_time") if isinstance(message, dict) else None
     return value if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
@@ -112,8 +111,9 @@ def _message(node_id: str, node: Any) -> Message | None:
     message = node.get("message") if isinstance(node, dict) else None
     if not isinstance(message, dict) or not _shown(message):
         return None
-    content = message.get("content") or {}
-    text = joined([_part(p) for p in content.get("parts") or []] + _attachments(message))
+    parts = message["content"].get("parts")
+    pieces = [_part(p) for p in parts] if isinstance(parts, list) else []
+    text = joined(pieces + _attachments(message))
     text = _CITATION.sub("", text).strip()
     if not text:
         return None
@@ -136,7 +136,7 @@ def _shown(message: dict[str, Any]) -> bool:
     metadata = message.get("metadata")
     if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
         return False
-    if message.get("recipient", "all") != "all":
+    if message.get("recipient") not in ("all", None):
         return False  # the assistant calling a tool (code, browsing, image generation)
     if message.get("weight") == 0:
         return False  # what the chat hid: an unselected regeneration, context

@@ -89,7 +89,7 @@ def _current_branch(item: dict[str, Any], messages: list[dict[str, Any]]) -> lis
 
 
 def _message(raw: dict[str, Any], position: int) -> Message | None:
-    role = ROLES.get(raw.get("sender", ""))
+    role = ROLES.get(text_of(raw, "sender"))
     if role is None:
         return None
     text = joined([_shown_text(raw), *_files(raw)])

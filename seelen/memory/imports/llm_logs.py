@@ -91,13 +91,14 @@ def _messages(row: sqlite3.Row) -> list[Message]:
     duration = row["duration"] if isinstance(row["duration"], int) else 0
     end = start + max(duration, 0) if start is not None else None
     meta: dict[str, Any] = {"model": row["model"]} if row["model"] else {}
+    prompt, response = (
+        v.strip() if isinstance(v, str) else "" for v in (row["prompt"], row["response"])
+    )
     out = []
-    if (row["prompt"] or "").strip():
-        out.append(Message(f"{row['id']}:prompt", "user", row["prompt"].strip(), start))
-    if (row["response"] or "").strip():
-        out.append(
-            Message(f"{row['id']}:response", "assistant", row["response"].strip(), end, meta)
-        )
+    if prompt:
+        out.append(Message(f"{row['id']}:prompt", "user", prompt, start))
+    if response:
+        out.append(Message(f"{row['id']}:response", "assistant", response, end, meta))
     return out
 
 
