@@ -296,6 +296,7 @@ def import_(
         typer.Argument(
             help="the export: a `seelen export` file, ChatGPT's or Claude's .zip or "
             "conversations.json, llm's logs.db; - reads standard input",
+            metavar="FILE",
             show_default=False,
         ),
     ] = None,
@@ -305,6 +306,7 @@ def import_(
             "--from",
             help="seelen, chatgpt, claude or llm (default: recognised by its content; "
             "llm without FILE reads llm's own logs.db)",
+            metavar="FORMAT",
             show_default=False,
         ),
     ] = None,
