@@ -5,11 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Coroutine, Iterator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from seelen.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from seelen.app import App
+
+T = TypeVar("T")
 
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="chat model (CHAT_MODEL)")]
@@ -34,19 +41,20 @@ def settings_from(
     )
 
 
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
+def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one coroutine on a fresh event loop."""
     return asyncio.run(coro)
 
 
-def stderr_console() -> Any:
+def stderr_console() -> Console:
+    """A console on stderr that leaves the text as it is (no highlighting)."""
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)
 
 
 @contextlib.contextmanager
-def memory_only(settings: Settings, writer: str | None = None) -> Iterator[Any]:
+def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
     """The profile's memory (store, files, index) without a chat model, as an `App`.
 
     `writer` names a command that changes memory: it first waits for the profile's writer
