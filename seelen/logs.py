@@ -17,6 +17,8 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seelen.files import private_dir
+
 if TYPE_CHECKING:
     from io import TextIOWrapper
 
@@ -85,13 +87,6 @@ class PrivateFileHandler(RotatingFileHandler):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.fchmod(fd, 0o600)  # a file left by an older version may be wider
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
-
-
-def private_dir(path: Path) -> Path:
-    """Create `path` (0700) if needed and return it."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
-    return path
 
 
 def file_handler(

@@ -46,9 +46,10 @@ def _shown(text: str) -> str:
 
 
 def _short(text: str, limit: int) -> str:
-    from seelen.chat.render import short
+    """`context.one_line`, loaded on first use."""
+    from seelen.memory.context import one_line
 
-    return short(text, limit)
+    return one_line(text, limit)
 
 
 class Repl:

@@ -47,12 +47,10 @@ def import_into(app: App, text: str, console: Console) -> ImportReport:
 
 def index_with_progress(index: Indexer, console: Console) -> int:
     """Embed every pending text now, showing a progress bar on `console`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from seelen.cli.common import progress_bar
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("indexing", total=index.pending())
-        return index.index_all(lambda done, total: bar.update(task, completed=done, total=total))
+    with progress_bar(console, "indexing", index.pending()) as progress:
+        return index.index_all(progress)
 
 
 def describe(report: ImportReport) -> str:

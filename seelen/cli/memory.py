@@ -152,16 +152,13 @@ def memory_forget(
 @memory_app.command("reindex")
 def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Embed every stored text again (after changing EMBEDDING_MODEL, or to repair)."""
-    from seelen.chat.render import progress_bar
+    from seelen.cli.common import progress_bar
     from seelen.runtime import reindex_all
 
     def body(application: App, console: Console) -> None:
         assert application.index is not None  # every profile opened here has an index
-        with progress_bar(console) as bar:
-            task = bar.add_task("re-indexing", total=application.index.pending())
-            n = reindex_all(
-                application, lambda done, total: bar.update(task, completed=done, total=total)
-            )
+        with progress_bar(console, "re-indexing", application.index.pending()) as progress:
+            n = reindex_all(application, progress)
         console.print(f"Re-indexed {n} texts.")
 
     _memory_command(profile, data_dir, body, write="memory reindex")

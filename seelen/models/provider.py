@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from seelen.config import Settings
 from seelen.errors import ConfigError
-from seelen.logs import private_dir
+from seelen.files import private_dir
 
 if TYPE_CHECKING:
     from seelen.models.local import LocalServer

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seelen.errors import ToolError
-from seelen.logs import file_logger, private_dir
+from seelen.files import private_dir
+from seelen.logs import file_logger
 from seelen.tools.mcp_config import RemoteServer, StdioServer
 from seelen.tools.mcp_content import INVALID_NAME_CHARS, LOG_LEVELS, NOTE_FORMAT
 from seelen.tools.mcp_link import ServerLink

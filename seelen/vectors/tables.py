@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from seelen.errors import StoreError
+from seelen.files import private_dir
 from seelen.vectors.records import VectorHit, VectorRow
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def connect(path: Path) -> LanceDBConnection:
         import lancedb
     except ImportError:
         raise StoreError("the 'lancedb' package is missing: reinstall Seelen") from None
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path)
     # A folder always gives the local connection; the declared type covers remote ones too.
     return cast("LanceDBConnection", lancedb.connect(path))
 
