@@ -161,7 +161,7 @@ class Runtime:
 
             await asyncio.to_thread(stop_owner, settings)
         lock = ProfileLock(settings.profile_dir, role)
-        async with contextlib.AsyncExitStack() as stack:  # what a failing step leaves closes
+        async with contextlib.AsyncExitStack() as stack:  # a step that fails closes the rest
             await take_lock(lock, wait=wait, on_wait=on_line)
             stack.callback(lock.release)
             on_locked()
@@ -172,8 +172,8 @@ class Runtime:
             restored = await app.start(
                 on_line, start_indexer=start_indexer, finish_archives=finish_archives
             )
-            return cls(app, lock, restored, stack.pop_all())
-        raise AssertionError("unreachable")  # the block returns or raises
+            runtime = cls(app, lock, restored, stack.pop_all())  # from here: runtime.aclose
+        return runtime
 
     @classmethod
     def open_memory(

@@ -34,10 +34,8 @@ class VectorIndex:
     not wait for them. `search` promises, for both kinds and whatever the table size: hits
     come best first, and a higher score means more similar. While the stored vectors belong
     to another model (`compatible()` is False) every method but `reset` raises `StoreError`.
-
-    `read_only=True` (a reader): every write raises `StoreError`, a missing folder reads as
-    an empty index and is not created, and the tables are read as they were when first
-    opened (reopen to see what the writer added since).
+    Read-only (a reader): writes raise `StoreError`; a missing folder is an empty index,
+    not created; tables are read as first opened (reopen to see what a writer added).
     """
 
     def __init__(
@@ -131,11 +129,9 @@ class VectorIndex:
         return self._db
 
     def _exists(self, name: str) -> bool:
-        if name in self._tables:
-            return True
         if self.read_only and not self.path.is_dir():  # connecting would create the folder
             return False
-        return name in self._connect().list_tables().tables
+        return name in self._tables or name in self._connect().list_tables().tables
 
     def _table(self, name: str, *, create: bool = False) -> Any:
         """The open table `name`; None if it does not exist and `create` is False."""
@@ -151,10 +147,8 @@ class VectorIndex:
                 )
             exists = self._exists(name)
             if not exists and not create:
-                # A writer is the only one that creates tables (one process owns a data
-                # dir), so remembering the absence spares each search a directory listing.
-                if not self.read_only:
-                    self._absent.add(name)
+                if not self.read_only:  # only a writer creates tables: it may remember an
+                    self._absent.add(name)  # absence, sparing each search a listing
                 return None
             db = self._connect()
             if exists:
