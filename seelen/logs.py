@@ -97,7 +97,9 @@ def file_handler(path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)
     return handler
 
 
-def file_logger(name: str, path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s"):
+def file_logger(
+    name: str, path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s"
+) -> logging.Logger:
     """A standalone logger writing only to `path`; `close_logger` releases its file."""
     logger = logging.Logger(name, logging.DEBUG)  # not in the global tree: nothing propagates
     logger.addHandler(file_handler(path, secrets, fmt))

@@ -81,6 +81,7 @@ def _open_memory(
     provider = choose_provider(settings) if with_model else Provider("none", "", "", "", "")
     if provider.kind == "local":
         provider = start_local_server(settings, provider, progress)
+        assert provider.server is not None  # started just now
         opened.callback(provider.server.stop)
     clock = Clock(settings.timezone)
     store = Store(directory / DB_FILE, read_only=read_only)

@@ -135,7 +135,12 @@ class App:
             index = self.index
             # Started from the event loop, so closing (which stops it) never races the start.
             then = asyncio.wrap_future(model_ready)
-            then.add_done_callback(lambda done: done.cancelled() or index.start())
+
+            def start(done: asyncio.Future[None]) -> None:
+                if not done.cancelled():
+                    index.start()
+
+            then.add_done_callback(start)
             self.stack.callback(then.cancel)
 
     async def open_session(

@@ -175,7 +175,8 @@ class NoteIndex:
     def chunk_count(self) -> int:
         """How many chunks are indexed (the N of inverse document frequency)."""
         with self._rlock:
-            return self._read.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            count: int = self._read.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return count
 
     def doc_freq(self, term: str) -> int:
         """In how many chunks `term` occurs (0: not in the folder's vocabulary)."""
