@@ -18,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from helpers import run_cli, wait_until
 
 from seelen.api import Memory
 from seelen.app import NotWriter, build_app
-from seelen.cli.main import app as cli
 from seelen.config import Settings, load_settings
 from seelen.errors import ConfigError, SeelenError
 from seelen.owner.procs import children
@@ -37,7 +36,6 @@ from pathlib import Path
 from seelen.runtime import ProfileLock
 lock = ProfileLock(Path(sys.argv[1]), "chat")
 lock.acquire(wait=False)
-print("locked", flush=True)
 sys.stdin.read()
 """
 
@@ -82,34 +80,32 @@ def test_a_reader_changes_no_byte_while_a_writer_holds_the_profile(data_dir: Pat
     settings = load_settings({"TIMEZONE": "UTC"})
     profile = settings.profile_dir
     fill(settings)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(profile)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(profile)], stdin=subprocess.PIPE)
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        wait_until(
+            lambda: f"pid {holder.pid}" in ProfileLock(profile, "").holder(),
+            30,
+            "the other process holds the profile",
+        )
         before, listed = snapshot(profile), entries(profile)
-        runner = CliRunner()
 
-        found = runner.invoke(cli, ["memory", "search", "--json", "my sister Ingrid's bees"])
-        assert found.exit_code == 0, found.output
+        found = run_cli("memory", "search", "--json", "my sister Ingrid's bees")
+        assert found.returncode == 0, found.stderr
         top = json.loads(found.stdout)["turns"][0]
         assert "Ingrid" in top["text"] and "vector" in top["rankers"]  # found by meaning
         # The text the writer has not indexed yet is found by its words, and that is said.
         assert found.stderr.count("1 newer texts are not in the vector index yet") == 1
-        waiting = runner.invoke(cli, ["memory", "search", "--json", "Seville marmalade"])
+        waiting = run_cli("memory", "search", "--json", "Seville marmalade")
         item = json.loads(waiting.stdout)["turns"][0]
         assert "Seville" in item["text"] and item["rankers"] == {"bm25": 1}
 
         for args in (["memory", "search", "bees"], ["sessions", "list"], ["export"]):
-            result = runner.invoke(cli, args)
-            assert result.exit_code == 0, (args, result.output)
-        stats = runner.invoke(cli, ["db", "stats"])
-        assert "waiting to be indexed  1" in stats.output
-        check = runner.invoke(cli, ["db", "check"])  # it reports the orphan, repairs nothing
-        assert check.exit_code == 1 and "1 vectors without a text" in check.output
+            result = run_cli(*args)
+            assert result.returncode == 0, (args, result.stderr)
+        stats = run_cli("db", "stats")
+        assert "waiting to be indexed  1" in stats.stdout
+        check = run_cli("db", "check")  # it reports the orphan, repairs nothing
+        assert check.returncode == 1 and "1 vectors without a text" in check.stdout
 
         with Memory.open(data_dir, "default", read_only=True) as memory:
             with pytest.warns(UserWarning, match="not in the vector index yet"):
@@ -126,7 +122,7 @@ def test_a_reader_changes_no_byte_while_a_writer_holds_the_profile(data_dir: Pat
         holder.wait(timeout=30)
 
     # With nobody holding the profile, a search indexes first (and the repair runs).
-    after = CliRunner().invoke(cli, ["memory", "search", "--json", "Seville marmalade"])
+    after = run_cli("memory", "search", "--json", "Seville marmalade")
     assert "vector" in json.loads(after.stdout)["turns"][0]["rankers"]
     assert "not in the vector index" not in after.stderr
     assert snapshot(profile) != before
@@ -154,7 +150,6 @@ def test_only_the_lock_holder_indexes_and_memory_alone_builds_no_model(data_dir:
 
 
 def test_readers_of_a_missing_profile_create_nothing(data_dir: Path) -> None:
-    runner = CliRunner()
     for args in (
         ["sessions", "list"],
         ["memory", "search", "anything"],
@@ -162,10 +157,10 @@ def test_readers_of_a_missing_profile_create_nothing(data_dir: Path) -> None:
         ["export"],
         ["persona", "show"],
     ):
-        result = runner.invoke(cli, args)
-        assert result.exit_code == 0, (args, result.output)
-    stats = runner.invoke(cli, ["db", "stats"])
-    assert stats.exit_code == 1 and "no memory database" in str(stats.exception)
+        result = run_cli(*args)
+        assert result.returncode == 0, (args, result.stderr)
+    stats = run_cli("db", "stats")
+    assert stats.returncode == 1 and "no memory database" in stats.stderr
     assert not data_dir.exists()
 
 
