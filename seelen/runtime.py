@@ -224,10 +224,15 @@ class Runtime:
         """Open the profile with its model to answer without writing (an ephemeral ask,
         `doctor`): no lock, the memory read-only, no session created, no indexer."""
         app = await asyncio.to_thread(_build_reader, settings, progress=on_line, with_model=True)
-        app.sessions.peek()
-        if ephemeral and app.recall is not None:
-            app.recall.warm(app.sessions.current.session_id)
-        return cls._reading(app)
+        runtime = cls._reading(app)
+        try:
+            app.sessions.peek()
+            if ephemeral and app.recall is not None:
+                app.recall.warm(app.sessions.current.session_id)
+        except BaseException:
+            await runtime.aclose()
+            raise
+        return runtime
 
     @classmethod
     def open_reader(cls, settings: Settings) -> Runtime:
