@@ -9,11 +9,17 @@ process while the user goes on (`seelen db stats` counts what is left).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from seelen.errors import SeelenError
 from seelen.memory.imports.conversation import HistoryError
 from seelen.memory.imports.source import Export, read_export
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from seelen.app import App
+    from seelen.config import Settings
 
 
 def read(source: str | None, fmt: str | None) -> Export:
@@ -26,7 +32,7 @@ def read(source: str | None, fmt: str | None) -> Export:
         raise HistoryError(f"import: {exc}") from None
 
 
-def import_history(app: Any, export: Export, console: Any, *, embed: bool = True) -> str:
+def import_history(app: App, export: Export, console: Console, *, embed: bool = True) -> str:
     """Write the export's conversations into the app's profile, then (unless `embed` is
     False) embed them with a progress bar; returns the line saying what was added."""
     from seelen.cli.common import progress_bar
@@ -43,12 +49,12 @@ def import_history(app: Any, export: Export, console: Any, *, embed: bool = True
     if embed and app.index is not None and app.index.behind():
         from seelen.cli.data import index_with_progress
 
-        index_with_progress(app.index, console)
+        index_with_progress(app, console)
         return "Every imported text is embedded: search by meaning finds them too."
     return "Their vectors are made in the background; `seelen db stats` says how far it is."
 
 
-async def import_summarized(settings: Any, export: Export, *, ask: bool) -> None:
+async def import_summarized(settings: Settings, export: Export, *, ask: bool) -> None:
     """`--summarize`: import, then have the tool model summarise the imported sessions,
     after saying what that costs (and, when `ask`, asking whether to go on)."""
     import asyncio
@@ -73,7 +79,7 @@ async def import_summarized(settings: Any, export: Export, *, ask: bool) -> None
         await runtime.aclose()
 
 
-async def _summarize(app: Any, export: Export, console: Any, *, ask: bool) -> None:
+async def _summarize(app: App, export: Export, console: Console, *, ask: bool) -> None:
     import asyncio
 
     import typer
@@ -94,7 +100,7 @@ async def _summarize(app: Any, export: Export, console: Any, *, ask: bool) -> No
     if app.index is not None and app.index.behind():
         from seelen.cli.data import index_with_progress
 
-        await asyncio.to_thread(index_with_progress, app.index, console)
+        await asyncio.to_thread(index_with_progress, app, console)
     line = f"Summarised {total - refused} conversations with the tool model"
     if refused:
         line += f"; its answer for {refused} was refused, so they keep their opening"
