@@ -31,16 +31,16 @@ SHOWN_TYPES = ("text", "multimodal_text")
 _CITATION = re.compile("\ue200[^\ue201]*\ue201")
 
 
-def looks_like(data: Any) -> bool:
+def looks_like(data: object) -> bool:
     """True when `data` (parsed JSON) has the shape of ChatGPT's conversations.json."""
     return isinstance(data, list) and bool(data) and _is_conversation(data[0])
 
 
-def _is_conversation(item: Any) -> bool:
+def _is_conversation(item: object) -> bool:
     return isinstance(item, dict) and isinstance(item.get("mapping"), dict)
 
 
-def read(data: Any) -> list[Conversation]:
+def read(data: object) -> list[Conversation]:
     """Every conversation of a parsed conversations.json, as the user last saw it."""
     if not isinstance(data, list):
         raise HistoryError("not ChatGPT's conversations.json (it holds no list of conversations)")
@@ -100,13 +100,13 @@ def _newest_leaf(mapping: dict[str, Any]) -> str | None:
     return max(leaves)[1] if leaves else None
 
 
-def _time_of(node: Any) -> float:
+def _time_of(node: object) -> float:
     message = node.get("message") if isinstance(node, dict) else None
     value = message.get("create_time") if isinstance(message, dict) else None
     return value if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _message(node_id: str, node: Any) -> Message | None:
+def _message(node_id: str, node: object) -> Message | None:
     """The node's message as the user saw it, or None when the chat did not show it."""
     message = node.get("message") if isinstance(node, dict) else None
     if not isinstance(message, dict) or not _shown(message):
@@ -144,7 +144,7 @@ def _shown(message: dict[str, Any]) -> bool:
     return isinstance(content, dict) and content.get("content_type") in SHOWN_TYPES
 
 
-def _part(part: Any) -> str:
+def _part(part: object) -> str:
     """One part of a message: its text, or a short placeholder for an image or other media."""
     if isinstance(part, str):
         return part

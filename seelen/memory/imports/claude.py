@@ -26,24 +26,24 @@ SOURCE = "claude"
 ROLES = {"human": "user", "assistant": "assistant"}
 
 
-def looks_like(data: Any) -> bool:
+def looks_like(data: object) -> bool:
     """True when `data` (parsed JSON) has the shape of Claude's conversations.json."""
     items = _items(data)
     return bool(items) and _is_conversation(items[0])
 
 
-def _items(data: Any) -> list[Any]:
+def _items(data: object) -> list[Any]:
     # The export is a list; a few tools wrap it as {"conversations": [...]}.
     if isinstance(data, dict) and isinstance(data.get("conversations"), list):
         return list(data["conversations"])
     return data if isinstance(data, list) else []
 
 
-def _is_conversation(item: Any) -> bool:
+def _is_conversation(item: object) -> bool:
     return isinstance(item, dict) and isinstance(item.get("chat_messages"), list)
 
 
-def read(data: Any) -> list[Conversation]:
+def read(data: object) -> list[Conversation]:
     """Every conversation of a parsed Claude conversations.json, as the user last saw it."""
     items = _items(data)
     if not items and data != []:
@@ -109,7 +109,7 @@ def _shown_text(raw: dict[str, Any]) -> str:
     return text if isinstance(text, str) else ""
 
 
-def _is_text_block(block: Any) -> bool:
+def _is_text_block(block: object) -> bool:
     if not isinstance(block, dict):
         return False
     return block.get("type") == "text" and isinstance(block.get("text"), str)

@@ -66,7 +66,7 @@ def message_times(conversation: Conversation) -> list[int] | None:
     return filled
 
 
-def seconds_to_ms(value: Any) -> int | None:
+def seconds_to_ms(value: object) -> int | None:
     """A Unix time in (fractional) seconds as integer milliseconds; None if it is not one."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return None
@@ -75,7 +75,7 @@ def seconds_to_ms(value: Any) -> int | None:
     return round(value * 1000)
 
 
-def iso_to_ms(value: Any, *, naive_zone: tzinfo | None = UTC) -> int | None:
+def iso_to_ms(value: object, *, naive_zone: tzinfo | None = UTC) -> int | None:
     """An ISO 8601 time as integer milliseconds (a time without offset is in `naive_zone`,
     None: this machine's); None when it is missing or not a time."""
     if not isinstance(value, str) or not value:

@@ -12,7 +12,7 @@ import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from seelen.memory.imports import chatgpt, claude, llm_logs
 from seelen.memory.imports.conversation import Conversation, HistoryError
@@ -93,7 +93,7 @@ def _from_zip(path: Path) -> bytes:
 def _recognise(text: str, fmt: str | None) -> Export:
     """What the JSON text is; a Seelen export is checked by its own reader later."""
     try:
-        data: Any = json.loads(text)
+        data: object = json.loads(text)
     except RecursionError:
         raise HistoryError("the JSON is nested too deeply to be an export") from None
     except ValueError as exc:
@@ -109,7 +109,7 @@ def _recognise(text: str, fmt: str | None) -> Export:
     return Export(kind, conversations=tuple(reader(data)))
 
 
-def _kind(data: Any, fmt: str | None) -> str:
+def _kind(data: object, fmt: str | None) -> str:
     """The export's kind by its shape; for anything else, the kind asked for (whose reader
     then says what is wrong), Seelen's when none was."""
     if data == []:
