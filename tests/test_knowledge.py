@@ -322,20 +322,17 @@ async def test_repl_shows_used_files_and_searches_by_hand(
 
 
 def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path) -> None:
-    from typer.testing import CliRunner
+    from helpers import run_cli
 
-    from seelen.cli.main import app
-
-    runner = CliRunner()
-    added = runner.invoke(app, ["knowledge", "add", str(notes)])
-    assert added.exit_code == 0, added.output
+    added = run_cli("knowledge", "add", str(notes))
+    assert added.returncode == 0, added.stderr
     assert str(notes) in (data_dir / "default" / "knowledge_folders.json").read_text()
-    found = runner.invoke(app, ["knowledge", "search", "Piotr Halvorsen lighthouse keeper"])
-    assert "piotr-halvorsen.md" in found.output
-    listed = runner.invoke(app, ["knowledge", "list"])
-    assert f"{notes}  (profile, 49 notes indexed)" in listed.output
-    assert runner.invoke(app, ["knowledge", "remove", str(notes)]).exit_code == 0
-    assert "no knowledge folder" in runner.invoke(app, ["knowledge", "list"]).output
+    found = run_cli("knowledge", "search", "Piotr Halvorsen lighthouse keeper")
+    assert "piotr-halvorsen.md" in found.stdout
+    listed = run_cli("knowledge", "list")
+    assert f"{notes}  (profile, 49 notes indexed)" in listed.stdout
+    assert run_cli("knowledge", "remove", str(notes)).returncode == 0
+    assert "no knowledge folder" in run_cli("knowledge", "list").stdout
 
 
 async def test_ask_names_the_notes_it_used_on_stderr(
