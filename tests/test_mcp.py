@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
@@ -22,7 +21,7 @@ import uvicorn
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError as ServerToolError
 from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
-from helpers import call_tool, child_pids
+from helpers import call_tool, child_pids, wait_until, wait_until_async
 
 from seelen.errors import ConfigError
 from seelen.tools.base import ToolRegistry
@@ -76,13 +75,9 @@ def memory_server() -> FastMCP:
     return server
 
 
-async def gone(pids: set[int], within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while pids & child_pids():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
+async def gone(pids: set[int], within: float = 5.0) -> None:
+    """Wait until none of `pids` is a live child of this process any more."""
+    await wait_until_async(lambda: not pids & child_pids(), within, "a server process lives on")
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -314,10 +309,8 @@ def test_exposed_names_are_prefixed_valid_and_unique() -> None:
 async def test_in_process_server_tools_are_registered_and_called() -> None:
     registry = ToolRegistry()
     manager = McpManager({"mcpServers": {"mem": memory_server()}}, registry, init_timeout=PATIENT)
-    started = time.perf_counter()
     manager.start()
-    assert time.perf_counter() - started < 0.05
-    assert [s.state for s in manager.status()] == ["connecting"]
+    assert [s.state for s in manager.status()] == ["connecting"]  # start() waits for nothing
     assert await manager.wait_ready(PATIENT)
     try:
         assert [s.line() for s in manager.status()] == ["mem: ready (4 tools)"]
@@ -398,7 +391,7 @@ async def test_failing_servers_fail_alone_and_quickly() -> None:
         )
         echoed = await call_tool(registry, "mem_echo", {"text": "still here"})
         assert echoed.content == "still here"
-        assert await gone(child_pids())  # the silent server was stopped, not left behind
+        await gone(child_pids())  # the silent server was stopped, not left behind
     finally:
         await manager.aclose()
 
@@ -411,13 +404,10 @@ async def test_closing_while_a_server_is_still_connecting_ends_it() -> None:
     }
     manager = McpManager(config, ToolRegistry(), init_timeout=PATIENT)
     manager.start()
-    deadline = time.monotonic() + 5
-    while not child_pids() - before and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
+    await wait_until_async(lambda: child_pids() - before, 5, "no server process started")
     spawned = child_pids() - before
-    assert spawned
     await manager.aclose()
-    assert await gone(spawned)
+    await gone(spawned)
 
 
 async def test_start_twice_is_a_bug_and_bad_files_raise() -> None:
@@ -454,7 +444,7 @@ async def test_third_party_stdio_server_works_and_leaves_no_process() -> None:
     spawned = child_pids() - before
     assert len(spawned) == 1
     await manager.aclose()
-    assert await gone(spawned)
+    await gone(spawned)
 
 
 @needs_proc
@@ -531,9 +521,7 @@ def serve_in_thread(app: Any) -> tuple[uvicorn.Server, threading.Thread, int]:
     runner = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not runner.started and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: runner.started, 20, "the web server never started")
     return runner, thread, sock.getsockname()[1]
 
 
