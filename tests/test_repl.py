@@ -83,7 +83,6 @@ async def test_ctrl_c_on_a_typed_line_keeps_it_in_history(env: ModelServer) -> N
         loop = asyncio.create_task(repl.run_interactive())
         pipe.send_text("a long message I did not mean to lose\x03")
         await wait_until_async(lambda: "line cleared" in out.getvalue(), 20, "Ctrl-C ignored")
-        await asyncio.sleep(0.2)  # a person presses ↑ a moment later
         pipe.send_text("\x1b[A\r")  # arrow up brings it back; Enter sends it
         await wait_until_async(repl.app.sessions.live_turns, 20, "the line was never sent")
         pipe.send_text("/q\r")
@@ -217,7 +216,8 @@ async def test_a_terminal_shows_thinking_until_the_first_word() -> None:
 
     async def events():
         yield Notice("recalled nothing")
-        await asyncio.sleep(0.3)  # the model has not answered yet
+        # The model has not answered yet: the live region (redrawn 12 times a second) says so.
+        await wait_until_async(lambda: "thinking…" in out.getvalue(), 10, "no 'thinking…'")
         seen_before_words.append(out.getvalue())
         yield TextDelta("Hello **there**")
         yield Done("Hello **there**")
