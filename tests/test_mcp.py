@@ -75,7 +75,7 @@ def memory_server() -> FastMCP:
     return server
 
 
-async def gone(pids: set[int], within: float = 5.0) -> None:
+async def gone(pids: set[int], within: float = PATIENT) -> None:
     """Wait until none of `pids` is a live child of this process any more."""
     await wait_until_async(lambda: not pids & child_pids(), within, "a server process lives on")
 
@@ -404,7 +404,7 @@ async def test_closing_while_a_server_is_still_connecting_ends_it() -> None:
     }
     manager = McpManager(config, ToolRegistry(), init_timeout=PATIENT)
     manager.start()
-    await wait_until_async(lambda: child_pids() - before, 5, "no server process started")
+    await wait_until_async(lambda: child_pids() - before, PATIENT, "no server process started")
     spawned = child_pids() - before
     await manager.aclose()
     await gone(spawned)
