@@ -226,6 +226,42 @@ def test_entries_as_other_clients_write_them(entry: dict, expected: Any) -> None
     assert parse_server(entry, {}) == expected
 
 
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"command": "npx", "args": ["-y", "srv"], "env": {"K": "v"}},
+        {"command": "run", "cwd": "/"},
+        {"type": "stdio", "command": "run"},
+        {"url": "https://h/mcp", "headers": {"X-Key": "k"}, "auth": "tk"},
+        {"url": "https://h/sse"},
+        {"url": "https://h/events", "transport": "sse"},
+        {"url": "https://h/sse", "transport": "streamable-http"},
+    ],
+)
+def test_the_canonical_format_means_what_fastmcps_model_reads(entry: dict) -> None:
+    """Seelen reads the MCP config format by hand (see seelen.tools.mcp_config); on what the
+    canonical format says, it must agree with fastmcp's own model of it."""
+    from fastmcp.mcp_config import CanonicalMCPConfig, infer_transport_type_from_url
+
+    theirs = CanonicalMCPConfig.model_validate({"mcpServers": {"s": entry}}).mcpServers["s"]
+    ours = parse_server(entry, {})
+    if isinstance(ours, StdioServer):
+        assert (ours.command, list(ours.args), ours.env, ours.cwd) == (
+            theirs.command,
+            theirs.args,
+            theirs.env,
+            theirs.cwd,
+        )
+    else:
+        kind = theirs.transport or infer_transport_type_from_url(theirs.url)
+        assert (ours.url, ours.transport, ours.headers, ours.auth or None) == (
+            theirs.url,
+            "http" if kind == "streamable-http" else kind,
+            theirs.headers,
+            theirs.auth,
+        )
+
+
 def test_a_vs_code_file_loads(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     vscode = {
