@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from seelen.owner.procs import children
 from seelen.store import Store
 from seelen.tools.base import ToolCall, ToolOutcome, ToolRegistry
 
@@ -195,14 +196,4 @@ async def call_tool(
 
 def child_pids() -> set[int]:
     """Live (non-zombie) children of this test process."""
-    me, found = os.getpid(), set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
-            found.add(int(entry.name))
-    return found
+    return children(os.getpid())
