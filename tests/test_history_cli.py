@@ -8,12 +8,11 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import open_store, run_cli, run_seelen
+from helpers import open_store, run_cli, run_seelen, wait_until
 from history_exports import chatgpt_export, claude_export, write_zip
 from model_server import ModelServer, Reply
 from typer.testing import CliRunner
@@ -177,10 +176,7 @@ def test_background_import_is_searchable_at_once_and_embedded_by_the_owner(
         assert [t.text for t in found.values()] == ["My bike is a green Gazelle."]
         stats = run_seelen("db", "stats")
         assert "waiting to be indexed" in stats.stdout
-        deadline = time.monotonic() + 60
-        while store.count_unindexed() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert store.count_unindexed() == 0  # the owner embedded them
+        wait_until(lambda: store.count_unindexed() == 0, 60, "the owner embeds the import")
         found = {t["text"]: t for t in search("which bike do I ride")["turns"][:2]}
         assert "vector" in found["My bike is a green Gazelle."]["rankers"]
     finally:
