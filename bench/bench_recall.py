@@ -126,7 +126,7 @@ def ranked_ids(
         vector = embed_query(embedder, question)
         hits = memory.index.search("turns", vector, k, exclude_session=memory.current)
         return [h.text_id for h in hits], set()
-    result = recall.search(question, memory.current, mode=mode)
+    result = recall.search(question, memory.current, mode=mode, conv_num=k)
     return [t.text_id for t in result.turns][:k], {s.session_id for s in result.summaries}
 
 
@@ -174,6 +174,31 @@ def metrics(outcomes: Sequence[Outcome], k: int) -> tuple[float, float, float]:
     atk = sum(share_within(o, k) for o in outcomes) / n
     mrr = sum(1 / o.rank for o in outcomes if o.rank is not None) / n
     return at5, atk, mrr
+
+
+def prompt_shares(
+    memory: Memory, recall: Recall, queries: list[BenchQuery]
+) -> list[tuple[str, float, int, int]]:
+    """For each question, as chat would recall it: (kind, share of its supporting turns in
+    the prompt's passages, what they cost in tokens, how many turns they hold)."""
+    out = []
+    for q in queries:
+        needed = {memory.turn_ids[t] for t in q.supporting()}
+        result = recall.search(q.question, memory.current)
+        shown = {t.text_id for t in result.prompt_turns()}
+        out.append((q.kind, len(needed & shown) / len(needed), result.tokens, len(shown)))
+    return out
+
+
+def print_prompt(budget: int, rows: list[tuple[str, float, int, int]]) -> None:
+    """R@prompt, mean tokens and turns per kind, for one budget."""
+    groups = [(k, [r for r in rows if r[0] == k]) for k in KINDS] + [("all", rows)]
+    cells = []
+    for _, group in groups:
+        n = max(len(group), 1)
+        share, tokens = sum(r[1] for r in group) / n, sum(r[2] for r in group) / n
+        cells.append(f"{share:>10.2f}{tokens:>6.0f}{sum(r[3] for r in group) / n:>6.0f}")
+    print(f"{budget:<12}" + "".join(cells))
 
 
 def newest_above_stale(o: Outcome) -> bool:
@@ -239,6 +264,15 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
         print_quality(results, args.conv_num)
         if args.verbose:
             print_misses(data, results, args.conv_num)
+        print("\nR@prompt (share of supporting turns in chat's prompt), tokens, turns")
+        print(f"{'budget':12}" + "".join(f"{k:>22}" for k in (*KINDS, "all")))
+        for context in args.context.split(","):
+            for diversity in (float(d) for d in args.diversity.split(",")):
+                print(f"context {context}, diversity {diversity}")
+                for budget in (int(b) for b in args.prompt_tokens.split(",")):
+                    recall.token_budget, recall.conv_num = budget, args.prompt_cap
+                    recall.context, recall.diversity = context, diversity
+                    print_prompt(budget, prompt_shares(memory, recall, data.queries))
         memory.store.close()
 
 
@@ -433,6 +467,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--session-weight", type=float, help="weight of in-session searches (default: Recall's)"
     )
+    parser.add_argument(
+        "--prompt-tokens", default="960", help="budgets for R@prompt, comma-separated"
+    )
+    parser.add_argument("--prompt-cap", type=int, default=100, help="turn cap for R@prompt")
+    parser.add_argument("--context", default="short", help="passage rules: none, short, around")
+    parser.add_argument("--diversity", default="1.0", help="passage spread (1: off), or several")
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(
         "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"

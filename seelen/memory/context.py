@@ -12,10 +12,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seelen.memory.prompts import DatedText, system_prompt
+from seelen.memory.clock import Clock
+from seelen.memory.prompts import DatedPassage, DatedText, passage_heading, system_prompt
 from seelen.store import Turn
+
+if TYPE_CHECKING:
+    from seelen.memory.recalled import Passage
 
 # Characters counted as one token each (CJK and beyond), as `ord(ch) >= 0x2E80`.
 _WIDE = re.compile("[\u2e80-\U0010ffff]")
@@ -26,6 +30,7 @@ SHARES = {
     "profile": 0.10,
     "summary": 0.10,
     "related_sessions": 0.12,
+    # The default of RECALL_TOKENS: recall fits its passages to it (memory/passages.py).
     "related_turns": 0.12,
     "knowledge": 0.15,  # passages of the user's notes: about five chunks at 8,000 tokens
 }
@@ -85,13 +90,30 @@ def _fit_items(items: Sequence[DatedText], tokens: int) -> list[DatedText]:
     return kept
 
 
+def dated_passages(passages: Sequence[Passage], clock: Clock) -> list[DatedPassage]:
+    """Recalled passages as the prompt shows them: the session's date above its turns, each
+    turn with its time (and its date, when a session ran past midnight)."""
+    out = []
+    for passage in passages:
+        day = clock.at(passage.start_ms)
+        turns: list[DatedText | None] = []
+        for turn, gap in zip(passage.turns, passage.gaps, strict=True):
+            if gap:
+                turns.append(None)
+            at = clock.at(turn.start_ms)
+            when = at.strftime("%H:%M") if at.date() == day.date() else clock.fmt(turn.start_ms)
+            turns.append(DatedText(when, turn.text, turn.role))
+        out.append(DatedPassage(passage_heading(day), turns))
+    return out
+
+
 @dataclass(frozen=True)
 class PromptParts:
     persona: str
     profile: str
     session_summary: str
     related_summaries: Sequence[DatedText]
-    related_turns: Sequence[DatedText]
+    related_passages: Sequence[DatedPassage]  # already fitted to RECALL_TOKENS by recall
     live: Sequence[Turn]
     now: datetime
     notes: Sequence[tuple[str, str]] = ()  # (file › heading, passage), already fitted
@@ -111,7 +133,7 @@ def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
         related_summaries=_fit_items(
             parts.related_summaries, int(budget * SHARES["related_sessions"])
         ),
-        related_turns=_fit_items(parts.related_turns, int(budget * SHARES["related_turns"])),
+        related_passages=parts.related_passages,
         now=parts.now,
         notes=parts.notes,
         compact=budget <= COMPACT_BUDGET,
