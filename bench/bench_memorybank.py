@@ -38,6 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from seelen.api import Memory
 from seelen.app import recall_tokens
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_recall import tune
+
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "memorybank_labels.json"
 MODES = ("bm25", "vector", "hybrid")
@@ -128,6 +131,7 @@ def run_api(
         recall = memory._app.recall
         assert recall is not None
         recall.conv_num = options.cap or recall.conv_num
+        tune(recall, options)
         out: dict = {}
         for mode in MODES:
             found = [memory.recall(q, options.limit, mode)["turns"] for q in questions]
@@ -225,6 +229,8 @@ def main() -> None:
         "--tokens", default="0", help="RECALL_TOKENS for R@prompt, comma-separated (0: default)"
     )
     parser.add_argument("--cap", type=int, default=0, help="RECALL_CONV_NUM (0: default)")
+    parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
+    parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
     parser.add_argument("--context", default="short", help="passage rule: none, short, around")
     parser.add_argument("--diversity", default="1.0", help="passage spread (1: off), or several")
     parser.add_argument(
@@ -238,7 +244,7 @@ def main() -> None:
     data = find_data(args.data)
     labels = json.loads(LABELS.read_text("utf-8"))
     started = time.perf_counter()
-    print(f"embedder: {args.embedder}")
+    print(f"embedder: {args.embedder}, BM25 votes x{args.bm25_weight}, follow-up {args.follow_up}")
     for lang in args.lang.split(","):
         result = bench_language(data, lang, labels, args)
         print(f"{'lang':<5}{'mode':<26}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")

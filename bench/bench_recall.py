@@ -260,6 +260,7 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
             weights=weights,
             clock=BenchClock(memory.store.get_session(memory.current).start_ms),
         )
+        tune(recall, args)
         results = evaluate(memory, recall, embedder, data.queries, args.conv_num)
         print_quality(results, args.conv_num)
         if args.verbose:
@@ -274,6 +275,15 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
                     recall.context, recall.diversity = context, diversity
                     print_prompt(budget, prompt_shares(memory, recall, data.queries))
         memory.store.close()
+
+
+def tune(recall: Recall, args: argparse.Namespace) -> None:
+    """Ranking variants under measurement: BM25's votes scaled, the second search's weight."""
+    for name in [*recall.weights, "bm25"]:
+        if name.startswith("bm25"):
+            recall.weights[name] = recall.weights.get(name, 1.0) * args.bm25_weight
+    recall.follow_up = args.follow_up
+    print(f"BM25 votes x{args.bm25_weight}, second search {args.follow_up}")
 
 
 class BenchClock(Clock):
@@ -471,6 +481,8 @@ def main(argv: list[str] | None = None) -> None:
         "--prompt-tokens", default="960", help="budgets for R@prompt, comma-separated"
     )
     parser.add_argument("--prompt-cap", type=int, default=100, help="turn cap for R@prompt")
+    parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
+    parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
     parser.add_argument("--context", default="short", help="passage rules: none, short, around")
     parser.add_argument("--diversity", default="1.0", help="passage spread (1: off), or several")
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")

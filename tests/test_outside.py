@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from seelen.api import Memory
 from seelen.cli.main import app
 from seelen.memory.clock import Clock
+from seelen.memory.context import estimate_tokens
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.transfer import render_export
 
@@ -46,7 +47,7 @@ def export_file(tmp_path: Path) -> Path:
 
 def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monkeypatch) -> None:
     monkeypatch.setenv("TIMEZONE", "UTC")
-    # The smallest prompt: the long turn cannot fit the recalled-turns share (12% of 512).
+    # The smallest prompt: the long turn cannot fit the recalled-turns share (20% of 512).
     monkeypatch.setenv("CONTEXT_TOKENS", "512")
     source = export_file(tmp_path)
     runner = CliRunner()
@@ -77,7 +78,9 @@ def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monke
     assert batch.exit_code == 0, batch.output
     lines = [json.loads(line) for line in batch.stdout.splitlines()]
     assert [d["query"] for d in lines] == ["plum cake", "", "peanuts"]
-    assert lines[0]["turns"][0]["text"] == LONG and len(lines[0]["turns"]) == 1
+    assert lines[0]["turns"][0]["text"] == LONG
+    # After the one ranked turn asked for: only the other turns chat puts in its prompt.
+    assert all(t["in_prompt"] and t["rank"] != 1 for t in lines[0]["turns"][1:])
     assert lines[1]["turns"] == [] and "peanut" in lines[2]["turns"][0]["text"]
 
     again = runner.invoke(app, ["import", str(source)])
@@ -122,3 +125,33 @@ def test_import_and_batch_search_as_a_user_runs_them(tmp_path: Path, data_dir: P
     bad = run_seelen("import", "-", stdin="{" * 5)
     assert bad.returncode == 1
     assert bad.stderr.startswith("seelen: import: not JSON") and bad.stderr.count("\n") == 1
+
+
+def test_search_json_lists_the_context_turns_chat_puts_in_the_prompt(tmp_path: Path) -> None:
+    directory = tmp_path / "elsewhere"
+    directory.mkdir()
+    store, files = open_store(tmp_path, "elsewhere"), PersonaFiles(directory)
+    files.ensure()
+    day = store.create_session(start_ms=T0)
+    asked, answer = store.add_turns(
+        day.session_id,
+        [
+            ("assistant", "Which cheese do you like best on your bread?", None, T0),
+            ("user", "Gouda, always.", None, T0 + 60_000),
+        ],
+    )
+    store.mark_archived(day.session_id)
+    path = tmp_path / "export.json"
+    path.write_text(render_export(store, files, Clock("UTC"), "json"), "utf-8")
+    store.close()
+    # Room for one recalled turn and its context: the question brings the answer.
+    with Memory.open(tmp_path / "data", "mine", TIMEZONE="UTC", RECALL_CONV_NUM=2) as memory:
+        memory.import_json(path.read_text("utf-8"))
+        found = memory.recall("which cheese do you like best")
+        by_id = {t["text_id"]: t for t in found["turns"]}
+        assert set(by_id) == {asked.text_id, answer.text_id}
+        assert by_id[asked.text_id]["rank"] == 1 and "context_for" not in by_id[asked.text_id]
+        assert by_id[answer.text_id]["context_for"] == asked.text_id
+        assert all(t["in_prompt"] and t["passage"] == 1 for t in found["turns"])
+        lines = [f"- [00:00] {t['role']}: {t['text']}" for t in found["turns"]]
+        assert found["prompt_tokens"] >= sum(estimate_tokens(line) for line in lines)

@@ -30,10 +30,22 @@ SHARES = {
     "profile": 0.10,
     "summary": 0.10,
     "related_sessions": 0.12,
-    # The default of RECALL_TOKENS: recall fits its passages to it (memory/passages.py).
-    "related_turns": 0.12,
+    # The most recalled passages may take by default (RECALL_TOKENS=0): see RECALL_TOKENS.
+    "related_turns": 0.20,
     "knowledge": 0.15,  # passages of the user's notes: about five chunks at 8,000 tokens
 }
+
+
+# The default budget of recalled passages (RECALL_TOKENS=0), within the share above: where
+# the share of recalled evidence in the prompt stops growing. R@prompt at 1,000 / 1,500 /
+# 2,000 tokens: synthetic .81 / .86 / .87 (bench_recall.py), MemoryBank English
+# .944 / .965 / .970 (bench_memorybank.py); published memory layers put ~1,800-3,900 in.
+RECALL_TOKENS = 1500
+
+
+def recall_budget(context_tokens: int) -> int:
+    """The default token budget of recalled passages for a prompt of `context_tokens`."""
+    return min(RECALL_TOKENS, int(context_tokens * SHARES["related_turns"]))
 
 
 def estimate_tokens(text: str) -> int:

@@ -3,10 +3,10 @@
 Each object lists the recalled turns and summaries in ranked order with the score they were
 ranked by, which rankers found them and at which rank, and `in_prompt`: whether chat, under
 the current settings, would put them in the prompt (chat's own recall, cut to its budget).
-After the ranked turns come the other turns the prompt holds: the context of a recalled turn
-(`context_for` names it; `rank` and `score` are null) and recalled turns ranked below the
-`limit`. Every turn in the prompt carries `passage`, the number of its session's block in the
-prompt; `prompt_tokens` is what those blocks cost.
+In the hybrid mode (chat's), after the ranked turns come the other turns the prompt holds: the
+context of a recalled turn (`context_for` names it; `rank` and `score` are null) and recalled
+turns ranked below the `limit`. Every turn in the prompt carries `passage`, the number of its
+session's block in the prompt; `prompt_tokens` is what those blocks cost.
 """
 
 from __future__ import annotations
@@ -45,11 +45,9 @@ class Ranking:
         prompt = {t.text_id: (n, t) for n, p in enumerate(chat.passages, 1) for t in p.turns}
         summaries = prompt_ids(chat.summaries, self.context_tokens)
         listed_ids = {t.text_id for t in listed.turns}
-        # The prompt's other turns; their ranks are the hybrid ranking's, as chat's are.
-        others = [t for _, t in prompt.values() if t.text_id not in listed_ids]
-
-        def rank(turn: RecalledItem) -> int | None:
-            return (turn.rank or None) if chat is listed else None
+        # The prompt's other turns (with the hybrid ranking only: another mode's listing is
+        # that ranker's, and chat ranks by both).
+        others = [t for _, t in prompt.values() if t.text_id not in listed_ids and chat is listed]
 
         return {
             "query": query,
@@ -62,7 +60,7 @@ class Ranking:
             ],
             "turns": [
                 *(self._item(i, r, *self._shown(i, prompt)) for r, i in enumerate(listed.turns, 1)),
-                *(self._item(t, rank(t), *self._shown(t, prompt)) for t in others),
+                *(self._item(t, t.rank or None, *self._shown(t, prompt)) for t in others),
             ],
         }
 
