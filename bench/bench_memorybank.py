@@ -13,7 +13,7 @@ first one. Reported per language and per mode (bm25, vector, hybrid, at --limit 
 R@prompt: the share of labelled turns among those chat would put in its prompt (`in_prompt`:
 recalled turns and their context, within its token budget), with the tokens they cost
 (`prompt_tokens`, mean per question). --tokens sets RECALL_TOKENS (several, comma-separated,
-each its own run); --context and --diversity set recall's passage rules, for measuring them.
+each its own run); --context sets recall's passage rule, for measuring it.
 
 The data stays outside the repository (../shared/data/memorybank, or --data); only the labels
 are committed. Turn ids are stable, `mb-<lang>-<person>-<date>-<exchange>-<u|a>`, so labels
@@ -137,7 +137,7 @@ def run_api(
             found = [memory.recall(q, options.limit, mode)["turns"] for q in questions]
             out[mode] = [ranked(turns) for turns in found]
         for variant in variants(options):
-            recall.context, recall.diversity, budget = variant
+            recall.context, budget = variant
             recall.token_budget = budget or recall_tokens(memory._app.settings)
             chat = [memory.recall(q) for q in questions]
             out[f"prompt@{variant}"] = [
@@ -168,7 +168,7 @@ def run_cli(
         found = [json.loads(line)["turns"] for line in done.stdout.splitlines()]
         out[mode] = [ranked(turns) for turns in found]
     for variant in variants(options):
-        budget = variant[2]
+        budget = variant[1]
         args = ["memory", "search", "--json", "--batch"]
         done = subprocess.run(
             [*command, *args],
@@ -185,14 +185,10 @@ def run_cli(
     return out
 
 
-def variants(options: argparse.Namespace) -> list[tuple[str, float, int]]:
-    """Every (passage rule, spread, budget) asked for, in that nesting."""
-    return [
-        (context, float(diversity), budget)
-        for context in options.context.split(",")
-        for diversity in options.diversity.split(",")
-        for budget in options.budgets
-    ]
+def variants(options: argparse.Namespace) -> list[tuple[str, int]]:
+    """Every (passage rule, budget) asked for, in that nesting."""
+    rules = options.context.split(",")
+    return [(context, budget) for context in rules for budget in options.budgets]
 
 
 def bench_language(data: Path, lang: str, labels: dict, options: argparse.Namespace) -> dict:
@@ -232,7 +228,6 @@ def main() -> None:
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
     parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
     parser.add_argument("--context", default="short", help="passage rule: none, short, around")
-    parser.add_argument("--diversity", default="1.0", help="passage spread (1: off), or several")
     parser.add_argument(
         "--embedder",
         default="auto",
@@ -250,11 +245,11 @@ def main() -> None:
         print(f"{'lang':<5}{'mode':<26}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")
         for mode in MODES:
             print_means(lang, mode, result["scores"][mode], ("R@5", "R@10", "MRR"))
-        head = f"{'lang':<5}{'budget (context, spread)':<26}{'n':>5}"
+        head = f"{'lang':<5}{'budget (context)':<26}{'n':>5}"
         print(f"{head}{'R@prompt':>8}{'tokens':>8}{'turns':>8}")
         for variant in variants(args):
             rows = result["scores"][f"prompt@{variant}"]
-            name = f"{variant[2] or 'default'} ({variant[0]}, {variant[1]})"
+            name = f"{variant[1] or 'default'} ({variant[0]})"
             print_means(lang, name, rows, ("R@prompt", "tokens", "turns"))
         if result["unlabelled"]:
             print(f"{lang}: {result['unlabelled']} questions have no supporting turn (skipped)")

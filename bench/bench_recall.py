@@ -268,12 +268,11 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
         print("\nR@prompt (share of supporting turns in chat's prompt), tokens, turns")
         print(f"{'budget':12}" + "".join(f"{k:>22}" for k in (*KINDS, "all")))
         for context in args.context.split(","):
-            for diversity in (float(d) for d in args.diversity.split(",")):
-                print(f"context {context}, diversity {diversity}")
-                for budget in (int(b) for b in args.prompt_tokens.split(",")):
-                    recall.token_budget, recall.conv_num = budget, args.prompt_cap
-                    recall.context, recall.diversity = context, diversity
-                    print_prompt(budget, prompt_shares(memory, recall, data.queries))
+            print(f"context {context}")
+            for budget in (int(b) for b in args.prompt_tokens.split(",")):
+                recall.token_budget, recall.conv_num = budget, args.prompt_cap
+                recall.context = context
+                print_prompt(budget, prompt_shares(memory, recall, data.queries))
         memory.store.close()
 
 
@@ -283,7 +282,6 @@ def tune(recall: Recall, args: argparse.Namespace) -> None:
         if name.startswith("bm25"):
             recall.weights[name] = recall.weights.get(name, 1.0) * args.bm25_weight
     recall.follow_up = args.follow_up
-    print(f"BM25 votes x{args.bm25_weight}, second search {args.follow_up}")
 
 
 class BenchClock(Clock):
@@ -484,7 +482,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
     parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
     parser.add_argument("--context", default="short", help="passage rules: none, short, around")
-    parser.add_argument("--diversity", default="1.0", help="passage spread (1: off), or several")
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(
         "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"

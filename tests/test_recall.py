@@ -11,8 +11,8 @@ import pytest
 
 from seelen.memory.clock import Clock
 from seelen.memory.indexer import Indexer
-from seelen.memory.passages import HEADING_TOKENS, turn_tokens
-from seelen.memory.recall import RRF_K, Recall
+from seelen.memory.passages import HEADING_TOKENS, context_of, turn_tokens
+from seelen.memory.recall import RRF_K, Recall, RecalledItem
 from seelen.models.embed import LocalEmbedder
 from seelen.store import Store
 from seelen.vectors import VectorIndex
@@ -224,12 +224,16 @@ def test_passages_merge_and_group_by_session_in_ranked_order(memory: Memory) -> 
     assert result.tokens == sum(p.tokens for p in result.passages) <= recall.token_budget
 
 
-def test_a_session_gives_a_second_passage_only_when_it_clearly_outranks(memory: Memory) -> None:
-    memory.session(["Our kayak trip on the Danube was wet.", "Rain.", "The kayak capsized twice."])
-    (other,) = memory.session(["A kayak rental costs too much on the Danube."])
-    recall, current = memory.recall(token_budget=10_000, diversity=0.1)
-    result = recall.search("kayak trip on the Danube", current)
-    taken = [t for t in result.prompt_turns() if not t.context_for]
-    # With a strong spread, the other session's hit comes before a second one of the first.
-    order = sorted(taken, key=lambda t: t.rank)
-    assert order[0].session_id != other and other in {t.text_id for t in taken}
+def test_which_neighbours_make_a_turn_understandable() -> None:
+    def turn(text: str, role: str = "user") -> RecalledItem:
+        return RecalledItem(text, "s", "turn", text, role, 0, 0, 0.0)
+
+    ask, yes = turn("Have you been to Norway?", "assistant"), turn("Yes, twice!")
+    long = turn("We drove from Oslo to Bergen and stopped at every fjord on the way.")
+    after = turn("That sounds wonderful.", "assistant")
+    assert context_of(ask, None, yes, "question") == [yes]  # a question brings its answer
+    assert context_of(yes, ask, after, "question") == []
+    assert context_of(yes, ask, after, "brief") == [ask]  # "Yes, twice!" brings its question
+    assert context_of(long, ask, after, "brief") == []  # a statement stands on its own
+    assert context_of(long, ask, after, "around") == [ask, after]
+    assert context_of(ask, None, yes, "none") == []

@@ -107,7 +107,6 @@ class Recall:
         clock: Clock | None = None,
         time_sessions: int = TIME_SESSIONS,
         context: str = "short",
-        diversity: float = 1.0,
         follow_up: float = 0.0,
     ) -> None:
         self.store = store
@@ -121,7 +120,6 @@ class Recall:
         self.bm25_floor = bm25_floor
         self.time_sessions = time_sessions  # 0: no search inside a named time
         self.context = context  # which neighbours a recalled turn brings (passages.py)
-        self.diversity = diversity
         self.follow_up = follow_up  # weight of the second search seeded by the first (0: off)
         self.weights = {
             "bm25_in_sessions": SESSION_WEIGHT,
@@ -381,7 +379,6 @@ class Recall:
             budget=self.token_budget,
             cap=self.conv_num,
             rule=self.context,
-            diversity=self.diversity,
         )
         return fill.fill(ranked)
 
