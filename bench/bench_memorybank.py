@@ -227,7 +227,7 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=0, help="RECALL_CONV_NUM (0: default)")
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
     parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
-    parser.add_argument("--context", default="short", help="passage rule: none, short, around")
+    parser.add_argument("--context", default="brief", help="passage rule: none, short, around")
     parser.add_argument(
         "--embedder",
         default="auto",

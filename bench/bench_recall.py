@@ -481,7 +481,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prompt-cap", type=int, default=100, help="turn cap for R@prompt")
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
     parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
-    parser.add_argument("--context", default="short", help="passage rules: none, short, around")
+    parser.add_argument("--context", default="brief", help="passage rules: none, short, around")
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(
         "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"

@@ -106,7 +106,7 @@ class Recall:
         weights: dict[str, float] | None = None,
         clock: Clock | None = None,
         time_sessions: int = TIME_SESSIONS,
-        context: str = "short",
+        context: str = "brief",
         follow_up: float = 0.0,
     ) -> None:
         self.store = store
