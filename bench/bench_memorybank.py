@@ -130,15 +130,16 @@ def run_api(
         memory.import_json(export)
         recall = memory._app.recall
         assert recall is not None
-        recall.conv_num = options.cap or recall.conv_num
         tune(recall, options)
         out: dict = {}
         for mode in MODES:
             found = [memory.recall(q, options.limit, mode)["turns"] for q in questions]
             out[mode] = [ranked(turns) for turns in found]
         for variant in variants(options):
-            recall.context, budget = variant
-            recall.token_budget = budget or recall_tokens(memory._app.settings)
+            recall.context, given = variant
+            budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
+            recall.token_budget = int(budget) or recall_tokens(memory._app.settings)
+            recall.conv_num = int(cap or options.cap or memory._app.settings.recall_conv_num)
             chat = [memory.recall(q) for q in questions]
             out[f"prompt@{variant}"] = [
                 ([t["text_id"] for t in c["turns"] if t["in_prompt"]], c["prompt_tokens"])
@@ -168,11 +169,12 @@ def run_cli(
         found = [json.loads(line)["turns"] for line in done.stdout.splitlines()]
         out[mode] = [ranked(turns) for turns in found]
     for variant in variants(options):
-        budget = variant[1]
+        budget, _, cap = variant[1].partition(":")
         args = ["memory", "search", "--json", "--batch"]
+        limits = {"RECALL_TOKENS": budget, **({"RECALL_CONV_NUM": cap} if cap else {})}
         done = subprocess.run(
             [*command, *args],
-            env={**env, "RECALL_TOKENS": str(budget)},
+            env={**env, **limits},
             input=lines,
             text=True,
             capture_output=True,
@@ -185,7 +187,7 @@ def run_cli(
     return out
 
 
-def variants(options: argparse.Namespace) -> list[tuple[str, int]]:
+def variants(options: argparse.Namespace) -> list[tuple[str, str]]:
     """Every (passage rule, budget) asked for, in that nesting."""
     rules = options.context.split(",")
     return [(context, budget) for context in rules for budget in options.budgets]
@@ -222,7 +224,9 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="go through the seelen commands")
     parser.add_argument("--limit", type=int, default=10, help="turns listed per question")
     parser.add_argument(
-        "--tokens", default="0", help="RECALL_TOKENS for R@prompt, comma-separated (0: default)"
+        "--tokens",
+        default="0",
+        help="RECALL_TOKENS for R@prompt, comma-separated (0: default); BUDGET:CAP caps turns too",
     )
     parser.add_argument("--cap", type=int, default=0, help="RECALL_CONV_NUM (0: default)")
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
@@ -235,7 +239,7 @@ def main() -> None:
         help="EMBEDDING_PROVIDER (auto: as a user gets it)",
     )
     args = parser.parse_args()
-    args.budgets = [int(b) for b in args.tokens.split(",")]
+    args.budgets = args.tokens.split(",")
     data = find_data(args.data)
     labels = json.loads(LABELS.read_text("utf-8"))
     started = time.perf_counter()
@@ -249,7 +253,7 @@ def main() -> None:
         print(f"{head}{'R@prompt':>8}{'tokens':>8}{'turns':>8}")
         for variant in variants(args):
             rows = result["scores"][f"prompt@{variant}"]
-            name = f"{variant[1] or 'default'} ({variant[0]})"
+            name = f"{variant[1] if variant[1] != '0' else 'default'} ({variant[0]})"
             print_means(lang, name, rows, ("R@prompt", "tokens", "turns"))
         if result["unlabelled"]:
             print(f"{lang}: {result['unlabelled']} questions have no supporting turn (skipped)")

@@ -190,7 +190,7 @@ def prompt_shares(
     return out
 
 
-def print_prompt(budget: int, rows: list[tuple[str, float, int, int]]) -> None:
+def print_prompt(budget: str, rows: list[tuple[str, float, int, int]]) -> None:
     """R@prompt, mean tokens and turns per kind, for one budget."""
     groups = [(k, [r for r in rows if r[0] == k]) for k in KINDS] + [("all", rows)]
     cells = []
@@ -269,10 +269,11 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
         print(f"{'budget':12}" + "".join(f"{k:>22}" for k in (*KINDS, "all")))
         for context in args.context.split(","):
             print(f"context {context}")
-            for budget in (int(b) for b in args.prompt_tokens.split(",")):
-                recall.token_budget, recall.conv_num = budget, args.prompt_cap
+            for given in args.prompt_tokens.split(","):
+                budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
+                recall.token_budget, recall.conv_num = int(budget), int(cap or args.prompt_cap)
                 recall.context = context
-                print_prompt(budget, prompt_shares(memory, recall, data.queries))
+                print_prompt(given, prompt_shares(memory, recall, data.queries))
         memory.store.close()
 
 
@@ -435,15 +436,14 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
     pool = embed_pool(embedder, [*sorted(own), *fillers], max(args.pool, len(own)))
     questions = speed_queries(base, args.queries, args.seed)
     short = [q in {x.question for x in base.queries} for q in questions]
-    print(f"\nRecall latency, query embedding included; conv_num={args.conv_num}, ", end="")
+    print("\nRecall latency (chat's budget and passages), query embedding included; ", end="")
     print(f"{len(pool)} pooled vectors, {os.cpu_count()} cores")
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
             memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
             clock = BenchClock(memory.store.get_session(memory.current).start_ms)
-            recall = Recall(
-                memory.store, memory.index, embedder, conv_num=args.conv_num, clock=clock
-            )
+            # Chat's recall: its default budget and cap, passages included.
+            recall = Recall(memory.store, memory.index, embedder, clock=clock)
             times = time_queries(recall, embedder, questions, memory.current)
             print_latency(size, times, short)
             print_time_stage(memory, embedder, base, args.conv_num)
@@ -476,7 +476,9 @@ def main(argv: list[str] | None = None) -> None:
         "--session-weight", type=float, help="weight of in-session searches (default: Recall's)"
     )
     parser.add_argument(
-        "--prompt-tokens", default="960", help="budgets for R@prompt, comma-separated"
+        "--prompt-tokens",
+        default="1500",
+        help="budgets for R@prompt, comma-separated; BUDGET:CAP also caps the turns",
     )
     parser.add_argument("--prompt-cap", type=int, default=100, help="turn cap for R@prompt")
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
