@@ -230,7 +230,6 @@ def main() -> None:
     )
     parser.add_argument("--cap", type=int, default=0, help="RECALL_CONV_NUM (0: default)")
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
-    parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
     parser.add_argument("--context", default="brief", help="passage rule: none, short, around")
     parser.add_argument(
         "--embedder",
@@ -243,7 +242,7 @@ def main() -> None:
     data = find_data(args.data)
     labels = json.loads(LABELS.read_text("utf-8"))
     started = time.perf_counter()
-    print(f"embedder: {args.embedder}, BM25 votes x{args.bm25_weight}, follow-up {args.follow_up}")
+    print(f"embedder: {args.embedder}, BM25 votes x{args.bm25_weight}")
     for lang in args.lang.split(","):
         result = bench_language(data, lang, labels, args)
         print(f"{'lang':<5}{'mode':<26}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")

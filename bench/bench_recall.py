@@ -278,11 +278,10 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
 
 
 def tune(recall: Recall, args: argparse.Namespace) -> None:
-    """Ranking variants under measurement: BM25's votes scaled, the second search's weight."""
+    """A ranking variant under measurement: BM25's votes scaled."""
     for name in [*recall.weights, "bm25"]:
         if name.startswith("bm25"):
             recall.weights[name] = recall.weights.get(name, 1.0) * args.bm25_weight
-    recall.follow_up = args.follow_up
 
 
 class BenchClock(Clock):
@@ -482,7 +481,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--prompt-cap", type=int, default=100, help="turn cap for R@prompt")
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
-    parser.add_argument("--follow-up", type=float, default=0.0, help="second search's weight")
     parser.add_argument("--context", default="brief", help="passage rules: none, short, around")
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(

@@ -26,7 +26,7 @@ from typing import Any
 
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
-from seelen.memory.context import RECALL_TOKENS, clip
+from seelen.memory.context import RECALL_TOKENS
 from seelen.memory.passages import PassageFill
 from seelen.memory.recalled import Passage, RecalledItem, RecallResult
 from seelen.memory.when import TimeHint, in_time_first, parse_time
@@ -55,8 +55,6 @@ TIME_SEARCH_WEIGHT = 1.0
 # A range holding more sessions than this is most of a memory (two months of daily chats):
 # searching inside it is a direct search again, so only the time lift applies.
 TIME_SESSIONS = 64
-# What of the best turn seeds the second search: its opening, as the indexer embeds a reply.
-SEED_TOKENS = 48
 MODES = ("hybrid", "bm25", "vector")
 Fused = list[tuple[str, float, dict[str, int]]]
 __all__ = ["Passage", "Recall", "RecallResult", "RecalledItem", "fuse"]
@@ -107,7 +105,6 @@ class Recall:
         clock: Clock | None = None,
         time_sessions: int = TIME_SESSIONS,
         context: str = "brief",
-        follow_up: float = 0.0,
     ) -> None:
         self.store = store
         self.clock = clock or Clock()
@@ -120,7 +117,6 @@ class Recall:
         self.bm25_floor = bm25_floor
         self.time_sessions = time_sessions  # 0: no search inside a named time
         self.context = context  # which neighbours a recalled turn brings (passages.py)
-        self.follow_up = follow_up  # weight of the second search seeded by the first (0: off)
         self.weights = {
             "bm25_in_sessions": SESSION_WEIGHT,
             "vector_in_sessions": SESSION_WEIGHT,
@@ -189,11 +185,7 @@ class Recall:
         summaries = in_time_first(summaries, hint)[: self.session_num]
         self._inside(pending, "in_sessions", query, vector, [s.session_id for s in summaries])
         self._inside(pending, "in_time", query, vector, self._sessions_in(hint, current_session))
-        lists = self._lists("t:", pending, notices)
-        fused = fuse(lists, weights=self.weights)
-        if self.follow_up and vector is not None and fused:
-            lists["vector_follow_up"] = self._follow_up(query, fused, current_session, notices)
-            fused = fuse(lists, weights={**self.weights, "vector_follow_up": self.follow_up})
+        fused = fuse(self._lists("t:", pending, notices), weights=self.weights)
         turns, passages = self._turns(fused, conv_num, current_session, hint)
         seconds = time.perf_counter() - started
         notice = self._notice(notices)
@@ -244,20 +236,6 @@ class Recall:
             pending[f"t:vector_{name}"] = self._run(
                 self.index.search, "turns", vector, self.candidates, only_sessions=sessions
             )
-
-    def _follow_up(
-        self, query: str, fused: Fused, current_session: str | None, notices: list[str]
-    ) -> list[str]:
-        """A second vector search, seeded by the best turn found: the question and that turn
-        embedded together, searched outside the seed's session (a fact that bridges to it)."""
-        seed = self.store.get_turns([fused[0][0]]).get(fused[0][0])
-        if seed is None:
-            return []
-        vector = self._embed(f"{query}\n{clip(seed.text, SEED_TOKENS)}", notices)
-        if vector is None:
-            return []
-        hits = self.index.search("turns", vector, self.candidates, exclude_session=current_session)
-        return [h.text_id for h in hits if h.session_id != seed.session_id]
 
     def _sessions_in(self, hint: TimeHint | None, current_session: str | None) -> list[str]:
         """The sessions with turns in the range a question names; none when it names no
