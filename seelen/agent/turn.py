@@ -35,6 +35,7 @@ from seelen.memory.context import (
     PromptParts,
     build_messages,
     dated_passages,
+    one_line,
     with_images,
 )
 from seelen.memory.persona import PersonaFiles
@@ -393,4 +394,4 @@ def outcome_preview(text: str, limit: int = 80) -> str:
             line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
     except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         pass
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return one_line(line, limit)

@@ -16,7 +16,7 @@ import contextlib
 import importlib
 import signal
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
 from rich.console import Console
@@ -28,6 +28,10 @@ from seelen.config import Settings
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.output import Output
+
     from seelen.agent.events import Event
     from seelen.app import App
     from seelen.chat.render import EventPrinter
@@ -42,9 +46,10 @@ def _shown(text: str) -> str:
 
 
 def _short(text: str, limit: int) -> str:
-    from seelen.chat.render import short
+    """`context.one_line`, loaded on first use."""
+    from seelen.memory.context import one_line
 
-    return short(text, limit)
+    return one_line(text, limit)
 
 
 class Repl:
@@ -59,8 +64,8 @@ class Repl:
         console: Console,
         *,
         settings: Settings | None = None,
-        pt_input: Any = None,
-        pt_output: Any = None,
+        pt_input: Input | None = None,
+        pt_output: Output | None = None,
     ) -> None:
         self._app: App | None = None
         if settings is None:
@@ -175,10 +180,11 @@ class Repl:
 
     def _opened(self, task: asyncio.Task[None]) -> None:
         """A profile that cannot open ends the chat at once, with its one-line error."""
-        if task.cancelled() or task.exception() is None or self._session is None:
+        error = None if task.cancelled() else task.exception()
+        if error is None or self._session is None:
             return
         if self._session.app.is_running:
-            self._session.app.exit(exception=task.exception())
+            self._session.app.exit(exception=error)
 
     async def _end_opening(self) -> None:
         """Leaving while the profile opens: stop waiting for another process's lock, but let
@@ -221,7 +227,7 @@ class Repl:
         session = self._session = self._prompt_session()
         if on_shown is not None:
 
-            def first_draw(_: Any) -> None:
+            def first_draw(_: Application[str]) -> None:
                 session.app.after_render -= first_draw
                 on_shown()
 
@@ -254,7 +260,7 @@ class Repl:
             if not await self.handle(line.rstrip("\n")):
                 return
 
-    async def run_stream(self, stream: Any) -> None:
+    async def run_stream(self, stream: IO[str]) -> None:
         """Like `run_lines` for a file (stdin), read in a thread: while the pipe is quiet,
         the event loop stays free to answer other terminals' questions."""
         while line := await asyncio.to_thread(stream.readline):
@@ -306,6 +312,7 @@ class Repl:
 
     async def stream(self, events: AsyncIterator[Event]) -> None:
         """Render a turn; Ctrl-C stops the reply, keeps what was shown, and returns."""
+        assert self.printer is not None, "a turn streams once the profile is open"
         task = asyncio.ensure_future(self.printer.render(events))
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

@@ -5,39 +5,33 @@ Each command prints plain lines; `check` exits 1 when anything is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from seelen.cli.common import DataOpt, ProfileOpt
+
+if TYPE_CHECKING:
+    from seelen.app import App
+    from seelen.config import Settings
+
 db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memory.")
 
-ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
-DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
 
-
-def _settings(profile: str | None, data_dir: str | None) -> Any:
+def _settings(profile: str | None, data_dir: str | None) -> Settings:
     from seelen.cli.common import settings_from  # the flags given before `db` count too
 
     return settings_from(profile, None, data_dir)
 
 
-def _memory(profile: str | None, data_dir: str | None, writer: str | None = None) -> Any:
+def _memory(
+    profile: str | None, data_dir: str | None, writer: str | None = None
+) -> AbstractContextManager[App]:
     """The profile's store, index and indexer, without a chat model (see `memory_only`)."""
     from seelen.cli.common import memory_only
 
     return memory_only(_settings(profile, data_dir), writer)
-
-
-def _progress() -> Callable[[int, int], None]:
-    step = {"next": 0}
-
-    def show(done: int, total: int) -> None:
-        if done >= step["next"] or done == total:  # a line per ~10%, not per batch
-            typer.echo(f"  indexed {done}/{total}", err=True)
-            step["next"] = done + max(total // 10, 1)
-
-    return show
 
 
 @db_app.command("check")
@@ -60,10 +54,14 @@ def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @db_app.command("repair")
 def repair(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Fix what `check` finds: re-index missing vectors, drop orphans, rebuild a damaged index."""
+    from seelen.cli.common import progress_bar, stderr_console
     from seelen.memory.maintenance import repair as run_repair
 
-    with _memory(profile, data_dir, "db repair") as app:
-        lines = run_repair(app, _progress())
+    with (
+        _memory(profile, data_dir, "db repair") as app,
+        progress_bar(stderr_console(), "repairing", app.store.count_unindexed()) as progress,
+    ):
+        lines = run_repair(app, progress)
     for line in lines or ["nothing to repair"]:
         typer.echo(line)
     if any(line.startswith("still wrong") for line in lines):

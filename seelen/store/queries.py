@@ -5,6 +5,7 @@ Mixed into `Store`, whose connection, lock and `_query`/`_tx` they use.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -90,7 +91,8 @@ class Lookups:
 
     def count_turns(self) -> int:
         """How many turns are stored in all sessions."""
-        return self._query("SELECT count(*) FROM conversation")[0][0]
+        count: int = self._query("SELECT count(*) FROM conversation")[0][0]
+        return count
 
 
 class TextSearch:
@@ -167,7 +169,8 @@ class IndexBookkeeping:
             "SELECT (SELECT count(*) FROM conversation WHERE indexed = 0) + "
             "(SELECT count(*) FROM summary WHERE indexed = 0)"
         )
-        return rows[0][0]
+        count: int = rows[0][0]
+        return count
 
     def mark_indexed(self, text_ids: Iterable[str], indexed: bool = True) -> None:
         """Record that these texts are (or are no longer) in the vector index."""
@@ -203,7 +206,7 @@ class IndexBookkeeping:
         position `after` (0 at first); returns the position to continue from."""
         if kind == "turns":
             sql = f"SELECT seq AS pos, * FROM conversation WHERE {INDEXABLE_TURN} AND seq > ?"
-            make: Any = turn_row
+            make: Callable[[sqlite3.Row], Turn | Summary] = turn_row
         else:
             sql = "SELECT rowid AS pos, * FROM summary WHERE rowid > ?"
             make = summary_row
