@@ -39,7 +39,7 @@ from seelen.api import Memory
 from seelen.app import recall_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_recall import tune
+from bench_recall import add_variant_flags, tune
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "memorybank_labels.json"
@@ -229,8 +229,7 @@ def main() -> None:
         help="RECALL_TOKENS for R@prompt, comma-separated (0: default); BUDGET:CAP caps turns too",
     )
     parser.add_argument("--cap", type=int, default=0, help="RECALL_CONV_NUM (0: default)")
-    parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
-    parser.add_argument("--context", default="brief", help="passage rule: none, short, around")
+    add_variant_flags(parser)
     parser.add_argument(
         "--embedder",
         default="auto",

@@ -277,6 +277,14 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
         memory.store.close()
 
 
+def add_variant_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the variants under measurement (read by `tune` and the R@prompt loops)."""
+    parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
+    parser.add_argument(
+        "--context", default="brief", help="passage rules (passages.CONTEXTS), comma-separated"
+    )
+
+
 def tune(recall: Recall, args: argparse.Namespace) -> None:
     """A ranking variant under measurement: BM25's votes scaled."""
     for name in [*recall.weights, "bm25"]:
@@ -480,8 +488,7 @@ def main(argv: list[str] | None = None) -> None:
         help="budgets for R@prompt, comma-separated; BUDGET:CAP also caps the turns",
     )
     parser.add_argument("--prompt-cap", type=int, default=100, help="turn cap for R@prompt")
-    parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
-    parser.add_argument("--context", default="brief", help="passage rules: none, short, around")
+    add_variant_flags(parser)
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(
         "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"

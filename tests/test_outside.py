@@ -15,17 +15,32 @@ from seelen.memory.clock import Clock
 from seelen.memory.context import estimate_tokens
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.transfer import render_export
+from seelen.store import Store
 
 T0 = 1_700_000_000_123
 LONG = "My grandmother's recipe for plum cake, which I wrote down for you: " + "flour " * 120
 
 
-def export_file(tmp_path: Path) -> Path:
-    """An export with two archived sessions, written by Seelen itself from another profile."""
+def elsewhere(tmp_path: Path) -> tuple[Store, PersonaFiles]:
+    """The store and files of another profile, to write an export from."""
     directory = tmp_path / "elsewhere"
     directory.mkdir()
-    store, files = open_store(tmp_path, "elsewhere"), PersonaFiles(directory)
+    files = PersonaFiles(directory)
     files.ensure()
+    return open_store(tmp_path, "elsewhere"), files
+
+
+def exported(tmp_path: Path, store: Store, files: PersonaFiles) -> Path:
+    """That profile exported as JSON by Seelen itself; the store is closed."""
+    path = tmp_path / "export.json"
+    path.write_text(render_export(store, files, Clock("UTC"), "json"), "utf-8")
+    store.close()
+    return path
+
+
+def export_file(tmp_path: Path) -> Path:
+    """An export with two archived sessions, written by Seelen itself from another profile."""
+    store, files = elsewhere(tmp_path)
     trip = store.create_session(start_ms=T0)
     store.add_turns(
         trip.session_id,
@@ -39,10 +54,7 @@ def export_file(tmp_path: Path) -> Path:
     cake = store.create_session(start_ms=T0 + 86_400_000)
     store.add_turns(cake.session_id, [("user", LONG, None, T0 + 86_400_000)])
     store.mark_archived(cake.session_id)
-    path = tmp_path / "export.json"
-    path.write_text(render_export(store, files, Clock("UTC"), "json"), "utf-8")
-    store.close()
-    return path
+    return exported(tmp_path, store, files)
 
 
 def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monkeypatch) -> None:
@@ -128,10 +140,7 @@ def test_import_and_batch_search_as_a_user_runs_them(tmp_path: Path, data_dir: P
 
 
 def test_search_json_lists_the_context_turns_chat_puts_in_the_prompt(tmp_path: Path) -> None:
-    directory = tmp_path / "elsewhere"
-    directory.mkdir()
-    store, files = open_store(tmp_path, "elsewhere"), PersonaFiles(directory)
-    files.ensure()
+    store, files = elsewhere(tmp_path)
     day = store.create_session(start_ms=T0)
     asked, answer = store.add_turns(
         day.session_id,
@@ -141,9 +150,7 @@ def test_search_json_lists_the_context_turns_chat_puts_in_the_prompt(tmp_path: P
         ],
     )
     store.mark_archived(day.session_id)
-    path = tmp_path / "export.json"
-    path.write_text(render_export(store, files, Clock("UTC"), "json"), "utf-8")
-    store.close()
+    path = exported(tmp_path, store, files)
     # Room for one recalled turn and its context: the question brings the answer.
     with Memory.open(tmp_path / "data", "mine", TIMEZONE="UTC", RECALL_CONV_NUM=2) as memory:
         memory.import_json(path.read_text("utf-8"))
