@@ -393,6 +393,21 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
         print(f"{asked:>16.1f}{chat:>16.1f}")
 
 
+class StagedRecall(Recall):
+    """Chat's recall, timing its passage stage (neighbours looked up, the budget filled)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.passage_ms: list[float] = []
+
+    def _passages(self, ranked: list[Any]) -> list[Any]:
+        started = time.perf_counter()
+        try:
+            return super()._passages(ranked)
+        finally:
+            self.passage_ms.append((time.perf_counter() - started) * 1000)
+
+
 def print_time_stage(memory: Memory, embedder: Embedder, data: Dataset, conv_num: int) -> None:
     """The cost of searching inside a named time: hybrid recall of the questions that name
     a day, with and without that stage (interleaved)."""
@@ -450,9 +465,12 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
             memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
             clock = BenchClock(memory.store.get_session(memory.current).start_ms)
             # Chat's recall: its default budget and cap, passages included.
-            recall = Recall(memory.store, memory.index, embedder, clock=clock)
+            recall = StagedRecall(memory.store, memory.index, embedder, clock=clock)
             times = time_queries(recall, embedder, questions, memory.current)
             print_latency(size, times, short)
+            stage = recall.passage_ms
+            print(f"{'':12}of which passages: median {np.median(stage):.1f}, ", end="")
+            print(f"p95 {np.percentile(stage, 95):.1f} ms")
             print_time_stage(memory, embedder, base, args.conv_num)
             print(f"{'':12}after: {load_avg()}")
             memory.store.close()
