@@ -69,6 +69,26 @@ class Lookups:
         )
         return [r[0] for r in rows]
 
+    def spoken_around(self, text_ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(previous, next) spoken turn id of each given turn in its own session (None at a
+        session's edge); tool traffic in between is skipped. One query for all."""
+        ids = list(text_ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        near = (
+            "SELECT p.text_id FROM conversation p WHERE p.session_id = c.session_id "
+            # Unqualified names in INDEXABLE_TURN resolve to the inner table, p.
+            f"AND p.seq {{}} c.seq AND {INDEXABLE_TURN} "
+            "ORDER BY p.seq {} LIMIT 1"
+        )
+        rows = self._query(
+            f"SELECT c.text_id, ({near.format('<', 'DESC')}), ({near.format('>', 'ASC')}) "
+            f"FROM conversation c WHERE c.text_id IN ({marks})",
+            ids,
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def count_turns(self) -> int:
         """How many turns are stored in all sessions."""
         count: int = self._query("SELECT count(*) FROM conversation")[0][0]
