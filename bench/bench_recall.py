@@ -44,7 +44,17 @@ from seelen.vectors import VectorIndex, VectorRow
 
 MODES = ("bm25", "vector", "hybrid")
 RAW = ("bm25-raw", "vector-raw")  # one ranker alone, straight from the store / the index
-KINDS = ("planted", "paraphrase-hard", "two-facts", "changed", "time", "chinese", "mixed")
+KINDS = (
+    "planted",
+    "paraphrase-hard",
+    "two-facts",
+    "changed",
+    "time",
+    "chinese",
+    "mixed",
+    "several",
+    "advice",
+)
 CHUNK = 5000
 
 

@@ -16,6 +16,7 @@ import string
 import time
 from dataclasses import dataclass, field
 
+from recall_sessions import ADVICE, SEVERAL
 from recall_two_facts import TWO_FACTS
 
 DAY_MS = 86_400_000
@@ -324,6 +325,7 @@ class _Plant:
     text: str
     ref: str  # "fact:3", "old:1", "new:1", "distractor:fact:3"
     note: str = ""
+    reply: str = ""  # the assistant's answer, when it is the evidence ("advice:2")
 
 
 def _session(
@@ -341,6 +343,9 @@ def _session(
             details.append(writer.chat(topic))
         elif plant.ref.startswith("distractor"):
             where[plant.ref] = writer.pair(plant.text, GENERIC_REPLY)
+        elif plant.reply:
+            writer.say("user", plant.text)
+            where[plant.ref] = writer.say("assistant", plant.reply)
         else:
             text = rng.choice(PREFIXES) + plant.text + rng.choice(SUFFIXES)
             where[plant.ref] = writer.pair(text, ACKS)
@@ -407,9 +412,11 @@ def build(seed: int = 7, sessions: int = 60) -> Dataset:
     # Their own generators, so the sessions above stay the same as the set grows.
     pairs, pair_where = _two_fact_sessions(random.Random(seed * 31 + 2), sessions // 5)
     where.update(pair_where)
-    out = sorted(out + extra + pairs, key=lambda x: x.turns[0].ts_ms)
+    more, more_where = _more_sessions(random.Random(seed * 31 + 3), sessions // 5)
+    where.update(more_where)
+    out = sorted(out + extra + pairs + more, key=lambda x: x.turns[0].ts_ms)
     queries = _queries(where) + _language_queries(where) + _time_queries(out)
-    return Dataset(out, queries + _two_fact_queries(where))
+    return Dataset(out, queries + _two_fact_queries(where) + _more_queries(where))
 
 
 def _two_fact_sessions(
@@ -440,6 +447,47 @@ def _two_fact_queries(where: dict[str, tuple[str, int]]) -> list[BenchQuery]:
         BenchQuery(row[2], *where[f"pair:{i}:a"], "two-facts", also=[where[f"pair:{i}:b"]])
         for i, row in enumerate(_rows(TWO_FACTS))
     ]
+
+
+def _more_sessions(
+    rng: random.Random, sessions: int
+) -> tuple[list[BenchSession], dict[str, tuple[str, int]]]:
+    """English chit-chat sessions holding the "several" rows (each of a row's three facts in
+    another session) and the "advice" exchanges, spread over the months."""
+    plan: list[list[_Plant]] = [[] for _ in range(sessions)]
+    for i, row in enumerate(_rows(SEVERAL)):
+        for part, at in zip("abc", sorted(rng.sample(range(sessions), 3)), strict=True):
+            plan[at].append(_Plant(row["abc".index(part)], f"several:{i}:{part}"))
+    for i, row in enumerate(_rows(ADVICE)):
+        plan[rng.randrange(sessions)].append(_Plant(row[0], f"advice:{i}", reply=row[1]))
+    out, where = [], {}
+    for i, plants in enumerate(plan):
+        rng.shuffle(plants)
+        day = i * (SPAN_DAYS - 2) // sessions + rng.randrange(2)
+        start = BASE_MS + day * DAY_MS + rng.randint(7, 9) * 3_600_000
+        n_turns = max(2 * len(plants) + 6, 2 * rng.randint(8, 12))
+        session, places = _session(f"m{i:03d}", start, rng, plants, n_turns)
+        out.append(session)
+        where.update({ref: (session.key, index) for ref, index in places.items()})
+    return out, where
+
+
+def _more_queries(where: dict[str, tuple[str, int]]) -> list[BenchQuery]:
+    """One question per "several" row (its three facts support it) and per "advice" row
+    (the assistant's answer supports it)."""
+    several = [
+        BenchQuery(
+            row[3],
+            *where[f"several:{i}:a"],
+            "several",
+            also=[where[f"several:{i}:b"], where[f"several:{i}:c"]],
+        )
+        for i, row in enumerate(_rows(SEVERAL))
+    ]
+    advice = [
+        BenchQuery(row[2], *where[f"advice:{i}"], "advice") for i, row in enumerate(_rows(ADVICE))
+    ]
+    return several + advice
 
 
 # A day-specific user turn, and the question that asks for it by its date only.
