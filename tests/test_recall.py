@@ -84,9 +84,11 @@ def test_turns_come_in_ranked_order_with_the_score_they_were_ranked_by(memory: M
     turns = recall.search("tomatoes in my garden", current).turns
     scores = [t.score for t in turns]
     assert len(turns) >= 3 and scores == sorted(scores, reverse=True)
+    shares = memory.store.word_shares("tomatoes in my garden", [t.text_id for t in turns])
     for t in turns:  # the shown score is exactly the fused score of the ranks listed
         weights = {name: recall.weights.get(name, 1.0) for name in t.sources}
-        fused = sum(weights[name] / (RRF_K + rank) for name, rank in t.sources.items())
+        share = {n: shares[t.text_id] if n.startswith("bm25") else 1.0 for n in t.sources}
+        fused = sum(weights[n] * share[n] / (RRF_K + rank) for n, rank in t.sources.items())
         assert t.score == pytest.approx(fused)
 
 

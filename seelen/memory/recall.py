@@ -19,7 +19,7 @@ step with SQLite and repairs it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -27,6 +27,15 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
 from seelen.memory.context import RECALL_TOKENS
+from seelen.memory.fusion import (
+    RRF_K,
+    Fused,
+    Scored,
+    asks_assistant,
+    fuse,
+    lift_replies,
+    strong_hits,
+)
 from seelen.memory.passages import PassageFill
 from seelen.memory.recalled import Passage, RecalledItem, RecallResult
 from seelen.memory.when import TimeHint, in_time_first, parse_time
@@ -42,7 +51,6 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-RRF_K = 60
 # BM25 hits under half the best score share only incidental words with the question;
 # measured on bench/bench_recall.py, dropping them lifts MRR without losing recall.
 BM25_FLOOR = 0.5
@@ -65,31 +73,7 @@ TIME_SEARCH_WEIGHT = 1.0
 # searching inside it is a direct search again, so only the time lift applies.
 TIME_SESSIONS = 64
 MODES = ("hybrid", "bm25", "vector")
-Fused = list[tuple[str, float, dict[str, int]]]
-__all__ = ["Passage", "Recall", "RecallResult", "RecalledItem", "fuse"]
-
-
-def fuse(
-    ranked: Mapping[str, Sequence[str]], k: int = RRF_K, weights: dict[str, float] | None = None
-) -> Fused:
-    """Reciprocal-rank fusion: score = Σ weight / (k + rank); best first, with each id's ranks."""
-    scores: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for name, ids in ranked.items():
-        weight = (weights or {}).get(name, 1.0)
-        for rank, text_id in enumerate(ids, start=1):
-            scores[text_id] = scores.get(text_id, 0.0) + weight / (k + rank)
-            ranks.setdefault(text_id, {})[name] = rank
-    order = sorted(scores, key=lambda i: scores[i], reverse=True)
-    return [(i, scores[i], ranks[i]) for i in order]
-
-
-def strong_hits(pairs: Sequence[tuple[str, float]], floor: float) -> list[str]:
-    """Ids of BM25 hits scoring at least `floor` × the best score (drops incidental matches)."""
-    if not pairs:
-        return []
-    best = pairs[0][1]
-    return [text_id for text_id, score in pairs if score >= floor * best]
+__all__ = ["RRF_K", "Passage", "Recall", "RecallResult", "RecalledItem", "fuse"]
 
 
 class Recall:
@@ -191,11 +175,15 @@ class Recall:
         hint = parse_time(query, self.clock.now())
         notices: list[str] = []
         pending, vector = self._direct(query, current_session, mode, notices)
-        summaries = self._summaries(fuse(self._lists("s:", pending, notices), weights=self.weights))
+        summaries = self._summaries(self._fuse(self._lists("s:", pending, notices)))
         summaries = in_time_first(summaries, hint)[: self.session_num]
         self._inside(pending, "in_sessions", query, vector, [s.session_id for s in summaries])
         self._inside(pending, "in_time", query, vector, self._sessions_in(hint, current_session))
-        fused = fuse(self._lists("t:", pending, notices), weights=self.weights)
+        lists = self._lists("t:", pending, notices)
+        found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
+        fused = self._fuse(lists, self.store.word_shares(query, found))
+        if asks_assistant(query):
+            fused = self._replies_lifted(fused, conv_num)
         turns, passages = self._turns(fused, conv_num, current_session, hint)
         seconds = time.perf_counter() - started
         notice = self._notice(notices)
@@ -274,9 +262,31 @@ class Recall:
             return ""
         return f"recall used keywords only: {fresh[0]}"
 
+    def _fuse(self, lists: dict[str, Scored], shares: dict[str, float] | None = None) -> Fused:
+        """One ranking from the rankers' lists; `shares` scales BM25's votes (fusion.py)."""
+        ranked = {name: [i for i, _ in hits] for name, hits in lists.items()}
+        return fuse(ranked, weights=self.weights, shares=shares)
+
+    def _replies_lifted(self, fused: Fused, limit: int | None) -> Fused:
+        """The ranking for a question about the assistant's words (fusion.lift_replies):
+        the replies to the candidates the user said, and the assistant's turns lifted."""
+        head = fused[: self._depth(limit)]
+        found = self.store.get_turns(i for i, _, _ in head)
+        asked = [i for i, t in found.items() if t.role == "user"]
+        after = {i: pair[1] for i, pair in self.store.spoken_around(asked).items() if pair[1]}
+        found |= self.store.get_turns(a for a in after.values() if a not in found)
+        assistant = {i for i, t in found.items() if t.role == "assistant"}
+        replies = {i: a for i, a in after.items() if a in assistant}
+        return lift_replies(head, replies, assistant) + fused[len(head) :]
+
+    def _depth(self, limit: int | None) -> int:
+        """How many fused candidates are read: those listed, and at least twice the depth of
+        one ranker (the passages are filled from them)."""
+        return max(limit or 0, self.candidates * 2)
+
     def _lists(
         self, prefix: str, pending: dict[str, Future[Any]], notices: list[str]
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, Scored]:
         """Collect one stage's ranked id lists (BM25 lists cut at the score floor). A vector
         search that failed is left out and its error noted in `notices`: keywords alone
         still recall."""
@@ -295,7 +305,7 @@ class Recall:
             if name.startswith("bm25"):
                 lists[name] = strong_hits(result, self.bm25_floor)
             else:
-                lists[name] = [hit.text_id for hit in result]
+                lists[name] = [(hit.text_id, hit.score) for hit in result]
         return lists
 
     def _vectors_usable(self) -> bool:
@@ -333,7 +343,7 @@ class Recall:
         Exact score ties (common in rank fusion) go to the newer turn: recency only ever breaks
         ties, so it never pushes a stronger match down.
         """
-        head = fused[: max(limit or 0, self.candidates * 2)]
+        head = fused[: self._depth(limit)]
         found = self.store.get_turns(i for i, _, _ in head)
         items = []
         for text_id, score, ranks in head:

@@ -20,7 +20,11 @@ MONTHS = (
 ).split()
 _MONTH = {m: i + 1 for i, m in enumerate(MONTHS)} | {m[:3]: i + 1 for i, m in enumerate(MONTHS)}
 _ZH_NUM = {c: i for i, c in enumerate("零一二三四五六七八九")}
-_ZH_MONTH = re.compile(r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月")
+# "5月", "五月", "5月2日", "4月27号", "十二月三十一日"
+_ZH_DATE = re.compile(
+    r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月"
+    r"(?:(3[01]|[12]\d|[1-9]|三十一?|二?十[一二三四五六七八九]?|[一二三四五六七八九])[日号])?"
+)
 _UNITS = {"day": 1, "week": 7}
 _NUMBER = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
@@ -137,7 +141,13 @@ def _absolute(text: str, today: date) -> tuple[date, date] | None:
     if found is None:
         m = re.search(r"\b(?:in|during|since|of) ((?:19|20)\d\d)\b", text)  # "in 2023"
         return (date(int(m[1]), 1, 1), date(int(m[1]) + 1, 1, 1)) if m else None
-    month, day_of_month, year = found
+    return _month_range(today, *found)
+
+
+def _month_range(
+    today: date, month: int, day_of_month: int | None, year: int | None
+) -> tuple[date, date] | None:
+    """A month, or one day of it; without a year, the latest such month up to today."""
     if year is None:
         year = today.year if month <= today.month else today.year - 1
     if day_of_month:
@@ -168,19 +178,20 @@ def _month_named(text: str) -> tuple[int, int | None, int | None] | None:
 
 
 def _chinese(text: str, today: date) -> tuple[date, date] | None:
-    m = _ZH_MONTH.search(text)
+    m = _ZH_DATE.search(text)
     if not m:
         return None
-    word = m[1]
+    return _month_range(today, _zh_number(m[1]), _zh_number(m[2]) if m[2] else None, None)
+
+
+def _zh_number(word: str) -> int:
+    """1-31 in digits or in Chinese numerals (五, 十二, 二十七, 三十一)."""
     if word.isdigit():
-        month = int(word)
-    elif word.startswith("十"):
-        month = 10 + (_ZH_NUM[word[1]] if len(word) > 1 else 0)
-    else:
-        month = _ZH_NUM[word]
-    year = today.year if month <= today.month else today.year - 1
-    start = date(year, month, 1)
-    return start, _next_month(start)
+        return int(word)
+    if "十" not in word:
+        return _ZH_NUM[word]
+    tens, _, units = word.partition("十")
+    return (_ZH_NUM[tens] if tens else 1) * 10 + (_ZH_NUM[units] if units else 0)
 
 
 def _next_month(first: date) -> date:

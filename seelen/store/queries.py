@@ -5,6 +5,7 @@ Mixed into `Store`, whose connection, lock and `_query`/`_tx` they use.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from seelen.store.records import (
     summary_row,
     turn_row,
 )
-from seelen.store.schema import FOLD_SEQ_FROM_COUNT, fts_query, phrase
+from seelen.store.schema import FOLD_SEQ_FROM_COUNT, fts_query, fts_terms, phrase
 
 
 class Lookups:
@@ -129,6 +130,39 @@ class TextSearch:
             for r in rows
             if r[2] != exclude_session and (not only_sessions or r[2] in only_sessions)
         ]
+
+    def word_shares(self, query: str, text_ids: Iterable[str]) -> dict[str, float]:
+        """How much of the question each turn holds: the share of the question's word weight
+        (the IDF of each of its words found in the memory) that the turn's words carry, 0-1.
+
+        A turn that shares only "bad" with "what snack could give me a bad reaction?" holds
+        a small share; one holding the question's rare words, a large one."""
+        ids = list(dict.fromkeys(text_ids))
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        # Rows ever stored stand in for the turns indexed (a count would scan every row).
+        total = self._query("SELECT coalesce(max(seq), 0) FROM conversation")[0][0]
+        weights: dict[str, float] = {}
+        held: dict[str, float] = dict.fromkeys(ids, 0.0)
+        for term in fts_terms(query):
+            match = f"text : {term}"
+            found = self._query(
+                "SELECT count(*) FROM conversation_fts WHERE conversation_fts MATCH ?", (match,)
+            )[0][0]
+            if not found:  # a word the memory never holds weighs nothing
+                continue
+            weight = math.log((total + 1) / found)
+            weights[term] = weight
+            rows = self._query(
+                "SELECT c.text_id FROM conversation_fts f JOIN conversation c ON c.seq = f.rowid "
+                f"WHERE conversation_fts MATCH ? AND c.text_id IN ({marks})",
+                (match, *ids),
+            )
+            for (text_id,) in rows:
+                held[text_id] += weight
+        whole = sum(weights.values())
+        return {i: held[i] / whole if whole else 0.0 for i in ids}
 
     def search_summaries_text(
         self, query: str, limit: int, *, exclude_session: str | None = None

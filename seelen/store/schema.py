@@ -275,10 +275,15 @@ def phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression: the text's content words, each quoted, joined by OR."""
+def fts_terms(text: str) -> list[str]:
+    """The text's content words as FTS5 phrases, at most MAX_QUERY_WORDS of them."""
     words = list(dict.fromkeys(_terms(text)))
     kept = [w for w in words if w not in _STOPWORDS] or words
     # Quoting each term (quotes doubled) means no user text can be read as FTS5 syntax; a
     # CJK pair goes in spaced out, so it matches its two characters side by side.
-    return " OR ".join(phrase(index_text(w).strip()) for w in kept[:MAX_QUERY_WORDS])
+    return [phrase(index_text(w).strip()) for w in kept[:MAX_QUERY_WORDS]]
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression: the text's content words, each quoted, joined by OR."""
+    return " OR ".join(fts_terms(text))

@@ -1,0 +1,89 @@
+"""How the rankers' lists become one ranking.
+
+Reciprocal-rank fusion: score = Σ weight × share / (60 + rank), where `share` is 1 for a
+vector hit and, for a BM25 hit, how much of the question the turn holds (the share of the
+question's word weight it carries, `Store.word_shares`). A question that asks what the
+assistant said ("which films did you recommend?") then lifts the assistant's replies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+RRF_K = 60
+# Half a first-place vote, in rank-fusion units: a lift that wins against texts matching
+# about as well, never one that lifts an unrelated text over a real match (as the time lift).
+HALF_VOTE = 0.5 / (RRF_K + 1)
+
+Fused = list[tuple[str, float, dict[str, int]]]  # (text_id, score, {ranker: rank}), best first
+Scored = list[tuple[str, float]]  # (text_id, score), best first
+
+
+def fuse(
+    ranked: Mapping[str, Sequence[str]],
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+    shares: Mapping[str, float] | None = None,
+) -> Fused:
+    """Reciprocal-rank fusion: score = Σ weight × share / (k + rank); best first, with each
+    id's ranks. `shares` scales the votes of the BM25 lists (names starting "bm25") per id."""
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, ids in ranked.items():
+        weight = (weights or {}).get(name, 1.0)
+        scaled = shares is not None and name.startswith("bm25")
+        for rank, text_id in enumerate(ids, start=1):
+            share = shares.get(text_id, 0.0) if scaled and shares is not None else 1.0
+            scores[text_id] = scores.get(text_id, 0.0) + weight * share / (k + rank)
+            ranks.setdefault(text_id, {})[name] = rank
+    order = sorted(scores, key=lambda i: scores[i], reverse=True)
+    return [(i, scores[i], ranks[i]) for i in order]
+
+
+def strong_hits(pairs: Sequence[tuple[str, float]], floor: float) -> Scored:
+    """The BM25 hits scoring at least `floor` × the best score (drops incidental matches)."""
+    if not pairs:
+        return []
+    best = pairs[0][1]
+    return [(text_id, score) for text_id, score in pairs if score >= floor * best]
+
+
+# "What did you recommend?", "you once told me", "你给我推荐过…", "你给了我什么建议": the
+# assistant as the one who said it. "Do you remember me saying…" and "我和你推荐过…" (I told
+# you) are not: the verb must follow "you" (or 你, not as an object) closely.
+_YOU = re.compile(
+    r"\byou (?:(?:have|had|once|ever|just|also|previously|already) )*"
+    r"(?:recommend|suggest|told|tell|taught|teach|shar|gave|give|advi[cs]e|mention|said|say|"
+    r"introduc|explain|offer|show|propos|came up|come up)",
+    re.IGNORECASE,
+)
+_YOU_ZH = re.compile(
+    r"(?<![和跟给向对为帮])你(?:曾经|之前|以前|上次|也|都|还|曾)*"
+    r"(?:[给跟向对为和][了过]?我[了过]?)?[^，。？！你我]{0,4}?"
+    r"(?:推荐|建议|介绍|告诉|分享|教|说|提供|讲|意见)"
+)
+
+
+def asks_assistant(question: str) -> bool:
+    """True when the question asks what the assistant said, suggested or recommended."""
+    return bool(_YOU.search(question) or _YOU_ZH.search(question))
+
+
+def lift_replies(fused: Fused, replies: Mapping[str, str], assistant: set[str]) -> Fused:
+    """For a question about the assistant's words: each reply in `replies` (user turn → the
+    assistant turn answering it) ranks at least as high as the turn it answers (a request
+    like "any board game for four?" matches the question; its answer often does not), and
+    every assistant turn gains half a vote (ranked as "you": 1). Best first again."""
+    scores = {i: s for i, s, _ in fused}
+    ranks = {i: dict(r) for i, _, r in fused}
+    for asked, reply in replies.items():
+        if asked in scores and scores.get(reply, 0.0) < scores[asked]:
+            scores[reply] = scores[asked]
+            ranks[reply] = {**ranks.get(reply, {}), "reply": 1}
+    for text_id in scores:
+        if text_id in assistant:
+            scores[text_id] += HALF_VOTE
+            ranks[text_id]["you"] = 1
+    order = sorted(scores, key=lambda i: scores[i], reverse=True)
+    return [(i, scores[i], ranks[i]) for i in order]
