@@ -2,6 +2,7 @@
 
 Usage: python bench/bench_memorybank.py [--data DIR] [--lang en,cn] [--cli] [--limit 10]
                                         [--embedder auto|local|multilingual]
+                                        [--asked-on today]
 
 Each person's ten days become one profile: each date a session (archived, no summary: the
 dataset has none), each exchange a user and an assistant turn, dated that day. The profile is
@@ -14,6 +15,13 @@ R@prompt: the share of labelled turns among those chat would put in its prompt (
 recalled turns and their context, within its token budget), with the tokens they cost
 (`prompt_tokens`, mean per question). --tokens sets RECALL_TOKENS (several, comma-separated,
 each its own run); --context sets recall's passage rule, for measuring it.
+
+Two sets of questions, reported apart: MemoryBank's own probing questions (labels in
+memorybank_labels.json) and questions answered only by exchanges of two or more days
+(memorybank_days.json, written for this bench). They are asked as of the day after the
+person's last day, as the probing questions were: "On May 3rd" means the May 3rd of the
+ten days (`--asked-on today` asks at today's date, as before; `--cli` always does, the
+commands having no clock to set).
 
 The data stays outside the repository (../shared/data/memorybank, or --data); only the labels
 are committed. Turn ids are stable, `mb-<lang>-<person>-<date>-<exchange>-<u|a>`, so labels
@@ -39,10 +47,13 @@ from seelen.api import Memory
 from seelen.app import recall_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_recall import add_variant_flags, tune
+from bench_recall import BenchClock, add_variant_flags, tune
 
 HERE = Path(__file__).resolve().parent
-LABELS = HERE / "memorybank_labels.json"
+LABELS = {
+    "": HERE / "memorybank_labels.json",  # MemoryBank's probing questions
+    ", several days": HERE / "memorybank_days.json",
+}
 MODES = ("bm25", "vector", "hybrid")
 FILES = {"en": "memory_bank_en.json", "cn": "memory_bank_cn.json"}
 
@@ -120,16 +131,30 @@ def ranked(turns: list[dict]) -> list[str]:
     return [t["text_id"] for t in sorted((t for t in turns if t["rank"]), key=lambda t: t["rank"])]
 
 
+def asked_on(history: dict[str, list[dict[str, str]]]) -> int:
+    """When the questions are asked: noon (UTC) of the day after the person's last day."""
+    last = datetime.fromisoformat(max(history)).replace(hour=12, tzinfo=UTC)
+    return int((last + timedelta(days=1)).timestamp() * 1000)
+
+
 def run_api(
-    root: Path, name: str, export: str, questions: list[str], options: argparse.Namespace
+    root: Path,
+    name: str,
+    export: str,
+    questions: list[str],
+    options: argparse.Namespace,
+    now_ms: int | None = None,
 ) -> dict:
-    """Import and search in-process through seelen.api; {mode: [ranked ids per question]},
-    and per budget {"prompt@N": [(ids in the prompt, tokens) per question]}."""
+    """Import and search in-process through seelen.api, asking at `now_ms` (None: now);
+    {mode: [ranked ids per question]}, and per budget {"prompt@N": [(ids in the prompt,
+    tokens) per question]}."""
     settings = {"TIMEZONE": "UTC", "EMBEDDING_PROVIDER": options.embedder}
     with Memory.open(root, name, **settings) as memory:
         memory.import_json(export)
         recall = memory._app.recall
         assert recall is not None
+        if now_ms is not None:
+            recall.clock = BenchClock(now_ms)
         tune(recall, options)
         out: dict = {}
         for mode in MODES:
@@ -149,9 +174,15 @@ def run_api(
 
 
 def run_cli(
-    root: Path, name: str, export: str, questions: list[str], options: argparse.Namespace
+    root: Path,
+    name: str,
+    export: str,
+    questions: list[str],
+    options: argparse.Namespace,
+    now_ms: int | None = None,
 ) -> dict:
-    """The same through the installed commands, one process per import and per mode."""
+    """The same through the installed commands, one process per import and per mode (asked
+    now: `now_ms` cannot reach them)."""
     env = {**os.environ, "SEELEN_DATA_DIR": str(root), "SEELEN_PROFILE": name, "TIMEZONE": "UTC"}
     env["EMBEDDING_PROVIDER"] = options.embedder
     limit = options.limit
@@ -193,28 +224,34 @@ def variants(options: argparse.Namespace) -> list[tuple[str, str]]:
     return [(context, budget) for context in rules for budget in options.budgets]
 
 
-def bench_language(data: Path, lang: str, labels: dict, options: argparse.Namespace) -> dict:
-    """Scores of every labelled question of one language, per mode and per budget."""
+def bench_language(
+    data: Path, lang: str, labels: dict[str, dict], options: argparse.Namespace
+) -> dict[str, dict]:
+    """Scores of every labelled question of one language, per set of questions, mode and
+    budget: {set: {"scores": {mode: [row per question]}, "unlabelled": n}}."""
     people = json.loads((data / FILES[lang]).read_text("utf-8"))
-    by_mode: dict[str, list[dict[str, float]]] = {}
-    skipped = 0
+    out: dict[str, dict] = {kind: {"scores": {}, "unlabelled": 0} for kind in labels}
     with tempfile.TemporaryDirectory() as tmp:
         for p, (name, person) in enumerate(people.items()):
-            items = [x for x in labels[lang].get(name.strip(), []) if x["turns"]]
-            skipped += len(labels[lang].get(name.strip(), [])) - len(items)
+            items = []
+            for kind, sets in labels.items():
+                given = sets[lang].get(name.strip(), [])
+                items += [(kind, x) for x in given if x["turns"]]
+                out[kind]["unlabelled"] += sum(1 for x in given if not x["turns"])
             if not items:
                 continue
             export = export_for(lang, p, person["history"])
-            questions = [x["question"] for x in items]
+            questions = [x["question"] for _, x in items]
             run = run_cli if options.cli else run_api
-            ranked = run(Path(tmp), slug(lang, p), export, questions, options)
+            now = None if options.asked_on == "today" else asked_on(person["history"])
+            ranked = run(Path(tmp), slug(lang, p), export, questions, options, now)
             for mode in ranked:
-                for x, got in zip(items, ranked[mode], strict=True):
+                for (kind, x), got in zip(items, ranked[mode], strict=True):
                     gold = {text_id(lang, p, d, i, r) for d, i, r in x["turns"]}
                     prompt = mode.startswith("prompt")
                     row = prompt_score(*got, gold) if prompt else score(got, gold)
-                    by_mode.setdefault(mode, []).append(row)
-    return {"scores": by_mode, "unlabelled": skipped}
+                    out[kind]["scores"].setdefault(mode, []).append(row)
+    return out
 
 
 def main() -> None:
@@ -236,26 +273,39 @@ def main() -> None:
         choices=("auto", "local", "multilingual"),
         help="EMBEDDING_PROVIDER (auto: as a user gets it)",
     )
+    parser.add_argument(
+        "--asked-on",
+        default="after",
+        choices=("after", "today"),
+        help="the questions' date: the day after the person's last day, or today",
+    )
     args = parser.parse_args()
     args.budgets = args.tokens.split(",")
     data = find_data(args.data)
-    labels = json.loads(LABELS.read_text("utf-8"))
+    labels = {kind: json.loads(path.read_text("utf-8")) for kind, path in LABELS.items()}
     started = time.perf_counter()
-    print(f"embedder: {args.embedder}, BM25 votes x{args.bm25_weight}")
+    print(f"embedder: {args.embedder}, BM25 votes x{args.bm25_weight}, asked {args.asked_on}")
     for lang in args.lang.split(","):
-        result = bench_language(data, lang, labels, args)
-        print(f"{'lang':<5}{'mode':<26}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")
-        for mode in MODES:
-            print_means(lang, mode, result["scores"][mode], ("R@5", "R@10", "MRR"))
-        head = f"{'lang':<5}{'budget (context)':<26}{'n':>5}"
-        print(f"{head}{'R@prompt':>8}{'tokens':>8}{'turns':>8}")
-        for variant in variants(args):
-            rows = result["scores"][f"prompt@{variant}"]
-            name = f"{variant[1] if variant[1] != '0' else 'default'} ({variant[0]})"
-            print_means(lang, name, rows, ("R@prompt", "tokens", "turns"))
-        if result["unlabelled"]:
-            print(f"{lang}: {result['unlabelled']} questions have no supporting turn (skipped)")
+        for kind, result in bench_language(data, lang, labels, args).items():
+            print_language(f"{lang}{kind}", result, args)
     print(f"({time.perf_counter() - started:.0f} s; load {os.getloadavg()[0]:.1f})")
+
+
+def print_language(title: str, result: dict, args: argparse.Namespace) -> None:
+    """One set of questions of one language: each mode's ranking, then R@prompt."""
+    print(f"{title}")
+    print(f"{'lang':<5}{'mode':<26}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")
+    lang = title[:2]
+    for mode in MODES:
+        print_means(lang, mode, result["scores"][mode], ("R@5", "R@10", "MRR"))
+    head = f"{'lang':<5}{'budget (context)':<26}{'n':>5}"
+    print(f"{head}{'R@prompt':>8}{'tokens':>8}{'turns':>8}")
+    for variant in variants(args):
+        rows = result["scores"][f"prompt@{variant}"]
+        name = f"{variant[1] if variant[1] != '0' else 'default'} ({variant[0]})"
+        print_means(lang, name, rows, ("R@prompt", "tokens", "turns"))
+    if result["unlabelled"]:
+        print(f"{title}: {result['unlabelled']} questions have no supporting turn (skipped)")
 
 
 def print_means(lang: str, row: str, scores: list[dict[str, float]], keys: Sequence[str]) -> None:

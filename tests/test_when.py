@@ -55,3 +55,17 @@ def test_first_and_last_are_orders_and_plain_questions_name_no_time() -> None:
     assert parse_time("I may go to the cinema", NOW) is None  # "may" the verb
     assert parse_time("What is my cat called?", NOW) is None
     assert parse_time("what happened on February 30", NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("在5月2号我买了一件连衣裙，它的颜色是？", ("2026-05-02", "2026-05-03")),
+        ("4月27日我们聊了什么", ("2026-04-27", "2026-04-28")),
+        ("十二月三十一日的计划", ("2025-12-31", "2026-01-01")),
+        ("五月二十七号我在哪", ("2026-05-27", "2026-05-28")),
+        ("十月十号", ("2026-10-10", "2026-10-11")),
+    ],
+)
+def test_chinese_dates_name_a_day(question: str, expected: tuple[str, str]) -> None:
+    assert day_range(question) == expected
