@@ -1,12 +1,11 @@
 """How the rankers' lists become one ranking: BM25 votes by the share of the question a turn
-holds, and questions about what the assistant said."""
+holds, and questions about what the assistant said (recall's own use: test_recall.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from test_recall import Memory, embedder, memory  # noqa: F401 - the shared fixtures
 
 from seelen.memory.fusion import HALF_VOTE, RRF_K, asks_assistant, fuse, lift_replies
 from seelen.store import Store
@@ -89,20 +88,3 @@ def test_a_reply_ranks_with_the_request_it_answers() -> None:
     # A reply already ranked higher keeps its own score (plus the lift).
     ahead = lift_replies([("reply", 0.04, {}), *fused], {"request": "reply"}, {"reply"})
     assert ahead[0] == ("reply", pytest.approx(0.04 + HALF_VOTE), {"you": 1})
-
-
-def test_asked_what_it_recommended_recall_puts_the_answer_first(memory: Memory) -> None:
-    request, answer = memory.session(
-        [
-            ("user", "Can you suggest a board game for four people?"),
-            ("assistant", "Try Wingspan: it plays well with four and nobody gets shouted at."),
-        ]
-    )
-    memory.session(["We played a board game with the neighbours, it was chaos"])
-    recall, current = memory.recall()
-    turns = recall.search("Which board game did you recommend?", current).turns
-    assert turns[0].text_id == answer and turns[0].sources.get("you") == 1
-    # Asked about what the user said, the same memory ranks the user's words first.
-    mine = recall.search("Which board game did I play with the neighbours?", current).turns
-    assert mine[0].role == "user" and "you" not in mine[0].sources
-    assert request in [t.text_id for t in turns]

@@ -154,6 +154,23 @@ def test_a_named_day_is_searched_even_when_its_turn_is_no_candidate(memory: Memo
         assert {"bm25_in_time", "vector_in_time"} & set(first.sources)  # found inside that day
 
 
+def test_asked_what_it_recommended_recall_puts_the_answer_first(memory: Memory) -> None:
+    request, answer = memory.session(
+        [
+            ("user", "Can you suggest a board game for four people?"),
+            ("assistant", "Try Wingspan: it plays well with four and nobody gets shouted at."),
+        ]
+    )
+    memory.session(["We played a board game with the neighbours, it was chaos"])
+    recall, current = memory.recall()
+    turns = recall.search("Which board game did you recommend?", current).turns
+    assert turns[0].text_id == answer and turns[0].sources.get("you") == 1
+    # Asked about what the user said, the same memory ranks the user's words first.
+    mine = recall.search("Which board game did I play with the neighbours?", current).turns
+    assert mine[0].role == "user" and "you" not in mine[0].sources
+    assert request in [t.text_id for t in turns]
+
+
 def test_the_multilingual_embedder_finds_meaning_across_languages() -> None:
     from seelen.models.embed import E5Embedder, LocalEmbedder, embed_query
 
