@@ -404,21 +404,35 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
 
 
 class StagedRecall(Recall):
-    """Chat's recall, timing its passage stage (neighbours looked up, the budget filled): wall
-    time, and the thread's CPU time, which a busy machine inflates far less."""
+    """Chat's recall, timing two stages: the passages (neighbours looked up, the budget
+    filled) and the word shares that weigh BM25's votes: wall time, and the thread's CPU
+    time, which a busy machine inflates far less."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.passage_ms: list[float] = []
-        self.passage_cpu_ms: list[float] = []
+        self.stages: dict[str, tuple[list[float], list[float]]] = {
+            "passage": ([], []),
+            "word-share": ([], []),
+        }
 
-    def _passages(self, ranked: list[Any]) -> list[Any]:
+    def _timed(self, stage: str, run: Any, *args: Any) -> Any:
         started, cpu = time.perf_counter(), time.thread_time()
         try:
-            return super()._passages(ranked)
+            return run(*args)
         finally:
-            self.passage_ms.append((time.perf_counter() - started) * 1000)
-            self.passage_cpu_ms.append((time.thread_time() - cpu) * 1000)
+            wall, used = self.stages[stage]
+            wall.append((time.perf_counter() - started) * 1000)
+            used.append((time.thread_time() - cpu) * 1000)
+
+    def _passages(self, ranked: list[Any]) -> list[Any]:
+        result: list[Any] = self._timed("passage", super()._passages, ranked)
+        return result
+
+    def _shares(self, query: str, lists: Any) -> dict[str, float]:
+        if not any(hits for name, hits in lists.items() if name.startswith("bm25")):
+            return super()._shares(query, lists)  # nothing to weigh (the vector mode)
+        result: dict[str, float] = self._timed("word-share", super()._shares, query, lists)
+        return result
 
 
 def print_time_stage(memory: Memory, embedder: Embedder, data: Dataset, conv_num: int) -> None:
@@ -481,9 +495,10 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
             recall = StagedRecall(memory.store, memory.index, embedder, clock=clock)
             times = time_queries(recall, embedder, questions, memory.current)
             print_latency(size, times, short)
-            for name, stage in (("wall", recall.passage_ms), ("CPU", recall.passage_cpu_ms)):
-                print(f"{'':12}passage stage ({name}): median {np.median(stage):.1f}, ", end="")
-                print(f"p95 {np.percentile(stage, 95):.1f} ms")
+            for stage, (wall, used) in recall.stages.items():
+                for name, ms in (("wall", wall), ("CPU", used)):
+                    print(f"{'':12}{stage} stage ({name}): median {np.median(ms):.1f}, ", end="")
+                    print(f"p95 {np.percentile(ms, 95):.1f} ms")
             print_time_stage(memory, embedder, base, args.conv_num)
             print(f"{'':12}after: {load_avg()}")
             memory.store.close()

@@ -180,8 +180,7 @@ class Recall:
         self._inside(pending, "in_sessions", query, vector, [s.session_id for s in summaries])
         self._inside(pending, "in_time", query, vector, self._sessions_in(hint, current_session))
         lists = self._lists("t:", pending, notices)
-        found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
-        fused = self._fuse(lists, self.store.word_shares(query, found))
+        fused = self._fuse(lists, self._shares(query, lists))
         if asks_assistant(query):
             fused = self._replies_lifted(fused, conv_num)
         turns, passages = self._turns(fused, conv_num, current_session, hint)
@@ -266,6 +265,11 @@ class Recall:
         """One ranking from the rankers' lists; `shares` scales BM25's votes (fusion.py)."""
         ranked = {name: [i for i, _ in hits] for name, hits in lists.items()}
         return fuse(ranked, weights=self.weights, shares=shares)
+
+    def _shares(self, query: str, lists: dict[str, Scored]) -> dict[str, float]:
+        """How much of the question each BM25 hit holds (`Store.word_shares`)."""
+        found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
+        return self.store.word_shares(query, found)
 
     def _replies_lifted(self, fused: Fused, limit: int | None) -> Fused:
         """The ranking for a question about the assistant's words (fusion.lift_replies):
