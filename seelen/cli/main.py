@@ -24,6 +24,7 @@ from seelen.cli.common import (
 from seelen.cli.db import db_app
 from seelen.cli.knowledge import knowledge_app
 from seelen.cli.memory import register as register_memory_commands
+from seelen.cli.preflight import check_start
 from seelen.config import Settings
 from seelen.errors import SeelenError
 
@@ -91,6 +92,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     from seelen.chat.repl import Repl
 
     settings = settings_from(profile, model, data_dir)
+    check_start(settings)
     console = Console(highlight=False)
     if sys.stdin.isatty():  # the prompt first; the profile opens behind it
         run(Repl(None, console, settings=settings).run_terminal())
@@ -132,6 +134,7 @@ def ask(
     if not text.strip():
         raise typer.BadParameter("give a question as an argument or on standard input")
     settings = settings_from(profile, model, data_dir)
+    check_start(settings)
     printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
     printer.begin()
     final = ask_owner(settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message)
@@ -159,6 +162,7 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     from seelen.chat.repl import Repl
 
     settings = settings_from(profile, model, data_dir)
+    check_start(settings, mcp=False)
 
     async def body(application: Any) -> None:
         await Repl(application, Console(highlight=False)).archive()
@@ -216,6 +220,7 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     from seelen.cli.doctor import facts, run_checks
 
     settings = settings_from(profile, model, data_dir)
+    check_start(settings)
     console = Console(highlight=False)
 
     async def body(application: Any) -> bool:
