@@ -128,7 +128,9 @@ class Terminal:
             stderr=child,
             env={**os.environ, "TERM": "xterm", **(env or {})},
             close_fds=True,
-            start_new_session=True,  # the pty becomes its controlling terminal: Ctrl-C works
+            # Its own session, with the pty as its controlling terminal: Ctrl-C is a SIGINT.
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
         os.close(child)
         self.output = b""

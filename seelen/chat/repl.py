@@ -22,7 +22,7 @@ from prompt_toolkit import PromptSession
 from rich.console import Console
 from rich.text import Text
 
-from seelen.chat.input import prompt_session
+from seelen.chat.input import keys_unechoed, prompt_session
 from seelen.chat.slash import COMMANDS
 from seelen.config import Settings
 from seelen.errors import SeelenError
@@ -311,7 +311,8 @@ class Repl:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGINT, task.cancel)
         try:
-            await task
+            with keys_unechoed():
+                await task
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise
