@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from seelen.agent.events import Event
     from seelen.app import App
     from seelen.chat.render import EventPrinter
+    from seelen.memory.sessions import ArchiveResult
     from seelen.runtime import Runtime
+    from seelen.store import Session
 
 
 def _shown(text: str) -> str:
@@ -79,6 +81,9 @@ class Repl:
         self.turn_lock = asyncio.Lock()
         # While /incognito is on: the exchanges so far, kept in memory only.
         self.incognito: list[Any] | None = None
+        # At a prompt, /save archives behind it (`save`): the archive running, if any.
+        self._interactive = False
+        self._archiving: asyncio.Task[None] | None = None
         if app is not None:
             self._attach(app)
 
@@ -208,8 +213,12 @@ class Repl:
 
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(self._background_error)
+        self._interactive = True
         with patch_stdout(raw=True):  # background lines (MCP failures) print above the prompt
-            await self._prompt_loop(on_shown)
+            try:
+                await self._prompt_loop(on_shown)
+            finally:
+                await self._finish_archiving()
 
     def _background_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """A failure in background work: one line, and the chat goes on (never 'press Enter')."""
@@ -322,17 +331,59 @@ class Repl:
                 loop.remove_signal_handler(signal.SIGINT)
         self._turns = self.app.sessions.current.conv_count
 
+    async def save(self) -> None:
+        """`/save`. At the prompt the new session opens at once and the old one is archived
+        behind it (said when done); elsewhere (a pipe, `seelen save`) the archive runs to its
+        end first. Archives run one after another, each outside the turn lock: the old
+        session is no longer the one that turns write to."""
+        if not self._interactive:
+            await self.archive()
+            return
+        old = await self.app.sessions.begin_archive()
+        self._turns = 0
+        self.console.print(
+            "[green]A new session begins.[/green] "
+            "[dim]The last one is archived in the background; go on.[/dim]"
+        )
+        self._archiving = asyncio.create_task(self._archive_behind(old, self._archiving))
+
+    async def _archive_behind(self, session: Session, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])  # its own failure was said already
+        try:
+            result = await self.app.sessions.finish_archive(session)
+        except SeelenError as exc:
+            reason = f"The last session is not archived yet ({exc}); the next start does it."
+            self.console.print(Text(reason, style="yellow"))
+            return
+        await self._show_archived(result, "The last session is archived")
+
+    async def _finish_archiving(self) -> None:
+        """Leaving while an archive runs: wait for it. Ctrl-C leaves at once; the archive's
+        steps are recorded, and the next start finishes it."""
+        if self._archiving is None or self._archiving.done():
+            return
+        self.console.print(
+            "[dim]Finishing the archive of the last session… "
+            "(Ctrl-C leaves now; the next start finishes it)[/dim]"
+        )
+        await self._archiving
+
     async def archive(self) -> None:
         """Archive the current session with a spinner and show what changed."""
         with self.console.status("archiving the session…") as status:
             result = await self.app.sessions.archive(
                 lambda step: status.update(f"archiving: {step}…")
             )
+        self._turns = 0
+        await self._show_archived(result, "Session archived", " A new session begins.")
+
+    async def _show_archived(self, result: ArchiveResult, headline: str, then: str = "") -> None:
+        """Say that an archive is done, and what it changed in the persona and profile."""
         if await asyncio.to_thread(self.app.follow_language):
             self.console.print("Memory is being embedded again for your language(s)…")
-        self._turns = 0
         note = " (resumed)" if result.resumed else ""
-        self.console.print(f"[green]Session archived{note}.[/green] A new session begins.")
+        self.console.print(f"[green]{headline}{note}.[/green]{then}")
         for change in result.changes:
             if change.note:
                 self.console.print(f"[yellow]{_shown(change.note)}[/yellow]")
@@ -353,6 +404,8 @@ class Repl:
             return f" {s.profile} · opening your memory… · Alt-Enter: new line · /help"
         sid = self.app.sessions.current.session_id[:8]
         indexing = self.app.index.status() if self.app.index is not None else ""
+        if self._archiving is not None and not self._archiving.done():
+            indexing = f"archiving the last session…{' · ' + indexing if indexing else ''}"
         return (
             f" {s.profile} · session {sid} · {self._turns} turns · "
             f"{self.app.provider.chat_model} · {indexing + ' · ' if indexing else ''}"
