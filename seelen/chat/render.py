@@ -8,7 +8,6 @@ markup string), so neither can take effect.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -34,26 +33,12 @@ from seelen.agent.events import (
     TurnUsage,
 )
 from seelen.agent.turn import outcome_preview
+from seelen.chat.visible import visible
 
 if TYPE_CHECKING:
     from seelen.app import App
     from seelen.memory.recall import RecallResult
     from seelen.store import Session
-
-# C0 controls except tab and newline, DEL, and the C1 controls (U+0080-U+009F).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _picture(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)  # the Unicode control picture: ESC shows as ␛
-    return "␡" if code == 0x7F else f"\\x{code:02x}"
-
-
-def visible(text: str) -> str:
-    """`text` with control characters replaced by visible stand-ins (␛ for ESC)."""
-    return _CONTROL.sub(_picture, text)
 
 
 def shown(text: str) -> str:
@@ -214,9 +199,9 @@ class EventPrinter:
                 if isinstance(event, TextDelta):
                     text += event.text
                     if live is not None:
-                        live.update(Markdown(text))
+                        live.update(Markdown(visible(text)))
                     else:
-                        self.console.file.write(event.text)
+                        self.console.file.write(visible(event.text))
                         self.console.file.flush()
                     continue
                 if isinstance(event, ToolProgressed):  # a terminal shows it in the live region

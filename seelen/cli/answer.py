@@ -11,6 +11,8 @@ import shutil
 import sys
 from typing import Any
 
+from seelen.chat.visible import visible
+
 
 class AnswerPrinter:
     """Prints one answer the way the caller asked for it; `finish` gives the exit code."""
@@ -57,19 +59,19 @@ class AnswerPrinter:
             return
         self._done_thinking()
         if kind == "delta" and self.stream:
-            sys.stdout.write(message.get("text", ""))
+            sys.stdout.write(visible(str(message.get("text", ""))))
             sys.stdout.flush()
             self.streamed = True
         elif kind == "notice":
-            print(f"seelen: {message.get('message', '')}", file=sys.stderr)
+            print(f"seelen: {visible(str(message.get('message', '')))}", file=sys.stderr)
         elif kind == "used" and not self.as_json:  # which notes the answer drew on
-            print(message.get("text", ""), file=sys.stderr)
+            print(visible(str(message.get("text", ""))), file=sys.stderr)
 
     def finish(self, final: dict[str, Any]) -> int:
         """Print the end of the answer (or the failure); returns the exit code."""
         self._done_thinking()
         if final.get("type") != "done":
-            print(f"seelen: {final.get('message', 'no answer')}", file=sys.stderr)
+            print(f"seelen: {visible(str(final.get('message', 'no answer')))}", file=sys.stderr)
             if not self.ephemeral:
                 print(
                     "seelen: your question is saved; `seelen chat` and /retry answer it",
@@ -89,11 +91,12 @@ class AnswerPrinter:
             if self.streamed and not reply.endswith("\n"):
                 sys.stdout.write("\n")
             elif not self.streamed:
-                sys.stdout.write(reply if reply.endswith("\n") else reply + "\n")
+                shown = visible(reply)
+                sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
         else:
             from rich.console import Console
             from rich.markdown import Markdown
 
-            Console().print(Markdown(reply))
+            Console().print(Markdown(visible(reply)))
         sys.stdout.flush()
         return 0

@@ -216,7 +216,7 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     from rich.markup import escape
     from rich.text import Text
 
-    from seelen.chat.render import visible
+    from seelen.chat.visible import visible
     from seelen.cli.doctor import facts, run_checks
 
     settings = settings_from(profile, model, data_dir)
