@@ -49,3 +49,41 @@ def test_a_piped_chat_with_no_input_exits(env: ModelServer, data_dir: Path) -> N
     archived_history(data_dir)
     result = run_seelen("chat", stdin="", timeout=40)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_piped_chat_on_a_full_disk_fails_naming_the_lines_not_kept(
+    env: ModelServer, data_dir: Path
+) -> None:
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def small_files() -> None:  # a file may not grow past 2 MB: as a disk that is full
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2_000_000, 2_000_000))
+
+    big = "x" * 3_000_000
+    result = subprocess.run(
+        [sys.executable, "-m", "seelen", "chat"],
+        input=f"hello\n{big}\n{big}\nbye\n",
+        capture_output=True,
+        text=True,
+        preexec_fn=small_files,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "error" not in result.stdout  # stdout holds the replies only
+    errors = result.stderr.splitlines()
+    assert len(errors) == 3, result.stderr
+    assert (
+        errors[0].startswith("error: cannot read or write")
+        and "a full or failing disk" in errors[0]
+    )
+    assert errors[2] == (
+        "seelen: 2 of 4 input lines failed and were not kept: lines 2-3 (each error is above)"
+    )
+    store = open_store(data_dir)
+    kept = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
+    assert kept == ["hello", "bye"]
+    store.close()

@@ -43,6 +43,17 @@ def _shown(text: str) -> str:
     return shown(text)
 
 
+def number_ranges(numbers: list[int]) -> str:
+    """Ascending numbers as ranges: [3, 4, 5, 9] -> "3-5, 9"."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
 def _short(text: str, limit: int) -> str:
     from seelen.chat.render import short
 
@@ -63,6 +74,7 @@ class Repl:
         settings: Settings | None = None,
         pt_input: Any = None,
         pt_output: Any = None,
+        errors: Console | None = None,
     ) -> None:
         self._app: App | None = None
         if settings is None:
@@ -70,6 +82,9 @@ class Repl:
             settings = app.settings
         self.settings = settings
         self.console = console
+        # Where a line's failure is said: stderr for piped input, whose stdout is the replies.
+        self.errors = errors or console
+        self._failed = False  # the line being handled failed (said on `errors`)
         self.printer: EventPrinter | None = None
         self._pt_input, self._pt_output = pt_input, pt_output
         self._turns = 0
@@ -265,10 +280,23 @@ class Repl:
 
     async def run_stream(self, stream: Any) -> None:
         """Like `run_lines` for a file (stdin), read in a thread: while the pipe is quiet,
-        the event loop stays free to answer other terminals' questions."""
+        the event loop stays free to answer other terminals' questions. Lines that failed
+        (a full disk: not kept) are named at the end in one SeelenError."""
+        failed: list[int] = []
+        number = 0
         while line := await asyncio.to_thread(stream.readline):
-            if not await self.handle(line.rstrip("\n")):
-                return
+            number += 1
+            going_on = await self.handle(line.rstrip("\n"))
+            if self._failed:
+                failed.append(number)
+            if not going_on:
+                break
+        if failed:
+            lines = "line" if len(failed) == 1 else "lines"
+            raise SeelenError(
+                f"{len(failed)} of {number} input lines failed and were not kept: "
+                f"{lines} {number_ranges(failed)} (each error is above)"
+            )
 
     # --- one line ------------------------------------------------------------------------
 
@@ -281,10 +309,16 @@ class Repl:
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
+        self._failed = False
         if not await self._wait_until_open(line):
             return False
         async with self.turn_lock:
             return await self._handle(line)
+
+    def _error(self, exc: SeelenError) -> None:
+        """A line failed: one line on the error console; the chat goes on."""
+        self._failed = True
+        self.errors.print(f"[red]error:[/red] {_shown(str(exc))}", soft_wrap=True)
 
     async def _handle(self, line: str) -> bool:
         if not line.strip():
@@ -300,7 +334,7 @@ class Repl:
             try:
                 return await cmd.handler(self, arg.strip())
             except SeelenError as exc:
-                self.console.print(f"[red]error:[/red] {_shown(str(exc))}")
+                self._error(exc)
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
         try:
@@ -310,7 +344,7 @@ class Repl:
                 events = self.app.bot.turn(text)
             await self.stream(events)
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
-            self.console.print(f"[red]error:[/red] {_shown(str(exc))}")
+            self._error(exc)
         return True
 
     async def stream(self, events: AsyncIterator[Event]) -> None:

@@ -101,7 +101,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     async def body(application: Any) -> None:
         from seelen.owner.host import serve_chat
 
-        repl = Repl(application, console)
+        repl = Repl(application, console, errors=stderr_console())
         await repl.start()
         repl.start_mcp()  # a pipe starts a server only when one of its tools is called
         async with serve_chat(application, repl.turn_lock, repl.note_remote_answer):
