@@ -38,10 +38,27 @@ def atomic_write(path: Path, text: str) -> None:
         os.close(dir_fd)
 
 
+def make_dirs(path: Path) -> Path:
+    """Create `path` and the parents it lacks, each 0700 whatever the umask (`mkdir`'s mode
+    reaches only the last one); folders that exist are left as they are. Returns `path`."""
+    missing: list[Path] = []
+    folder = Path(path)
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=DIR_MODE)
+        except FileExistsError:  # another process made it meanwhile: it is theirs
+            continue
+        folder.chmod(DIR_MODE)
+    return path
+
+
 def make_private(profile_dir: Path) -> None:
     """Narrow the umask for this process and close up the profile folder and its contents."""
     os.umask(PRIVATE_UMASK)
-    profile_dir.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    make_dirs(profile_dir)
     _fix(profile_dir, DIR_MODE)
     for root, dirs, files in os.walk(profile_dir):  # never follows symlinks
         for name in dirs:

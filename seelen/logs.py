@@ -17,6 +17,8 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
+from seelen.files import make_dirs
+
 # 5 MB × 3 backups: a debugging session's prompts (10–30 kB each) fit, and a forgotten
 # DEBUG_MODE cannot fill the disk (at most 20 MB per file kind).
 MAX_BYTES = 5_000_000
@@ -85,8 +87,8 @@ class PrivateFileHandler(RotatingFileHandler):
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (0700) if needed and return it."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create `path` (0700, and its missing parents) if needed and return it."""
+    make_dirs(path)
     os.chmod(path, 0o700)
     return path
 

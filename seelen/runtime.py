@@ -26,6 +26,7 @@ from typing import TypeVar
 from seelen.app import App, build_app
 from seelen.config import Settings
 from seelen.errors import SeelenError
+from seelen.files import make_dirs
 from seelen.store import Session
 
 T = TypeVar("T")
@@ -195,7 +196,7 @@ class Runtime:
 
 def _make_private_dir(directory: Path) -> None:
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(directory)
     except OSError as exc:
         from seelen.errors import ConfigError
 

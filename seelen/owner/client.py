@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seelen.files import make_dirs
 from seelen.owner import wire
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def start_owner(settings: Settings) -> socket.socket | None:
     """Start the owner in the background and connect to it; None if it could not start."""
     directory = settings.profile_dir
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(directory)
         return _spawn(settings, directory)
     except OSError:
         return None  # the in-process path reports what is wrong with the folder
