@@ -38,29 +38,38 @@ def atomic_write(path: Path, text: str) -> None:
         os.close(dir_fd)
 
 
-def make_dirs(path: Path) -> Path:
-    """Create `path` and the parents it lacks, each 0700 whatever the umask (`mkdir`'s mode
-    reaches only the last one); folders that exist are left as they are. Returns `path`."""
+def private_dir(path: Path) -> Path:
+    """Create the folder `path` 0700 whatever the umask, and each parent it lacks 0700 too
+    (`mkdir`'s mode reaches only the last one), and return it; an existing `path` that
+    others may read is closed up, existing parents are left as they are."""
     missing: list[Path] = []
     folder = Path(path)
-    while not folder.exists() and folder != folder.parent:
+    while not folder.is_dir() and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
     for folder in reversed(missing):
         try:
             folder.mkdir(mode=DIR_MODE)
-        except FileExistsError:  # another process made it meanwhile: it is theirs
-            continue
-        folder.chmod(DIR_MODE)
+        except FileExistsError:
+            if not folder.is_dir():  # a file in the way
+                raise
+            continue  # another process made it meanwhile: it is theirs
+        folder.chmod(DIR_MODE)  # mkdir's mode passes through the umask
+    _fix(path, DIR_MODE)
     return path
 
 
 def make_private(profile_dir: Path) -> None:
     """Narrow the umask for this process and close up the profile folder and its contents."""
     os.umask(PRIVATE_UMASK)
-    make_dirs(profile_dir)
-    _fix(profile_dir, DIR_MODE)
-    for root, dirs, files in os.walk(profile_dir):  # never follows symlinks
+    close_up(private_dir(profile_dir))
+
+
+def close_up(folder: Path) -> None:
+    """`folder` and the folders below it 0700, its files 0600: what others may read is
+    closed up."""
+    _fix(folder, DIR_MODE)
+    for root, dirs, files in os.walk(folder):  # never follows symlinks
         for name in dirs:
             _fix(Path(root) / name, DIR_MODE)
         for name in files:

@@ -26,7 +26,7 @@ from typing import TypeVar
 from seelen.app import App, build_app
 from seelen.config import Settings
 from seelen.errors import SeelenError
-from seelen.files import make_dirs
+from seelen.files import private_dir
 from seelen.store import Session
 
 T = TypeVar("T")
@@ -196,7 +196,7 @@ class Runtime:
 
 def _make_private_dir(directory: Path) -> None:
     try:
-        make_dirs(directory)
+        private_dir(directory)
     except OSError as exc:
         from seelen.errors import ConfigError
 

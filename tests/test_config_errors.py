@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import Terminal, seelen_main
+from helpers import Terminal, run_cli
 
 BAD_JSON = '{"mcpServers": {"a": {"command": "x"},}}'  # a trailing comma
 
@@ -22,7 +22,7 @@ def bad_mcp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_broken_mcp_file_stops_before_the_model_starts(
     bad_mcp_file: None, data_dir: Path, command: list[str]
 ) -> None:
-    result = seelen_main(*command)
+    result = run_cli(*command)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "seelen: mcp_servers.json, line 1, column 39: invalid JSON: "

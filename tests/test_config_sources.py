@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers import seelen_main
+from helpers import run_cli
 from model_server import ModelServer
 
 from seelen.config import load_settings
@@ -52,7 +52,7 @@ def test_a_bad_value_says_where_it_came_from(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["-", "--", "x..", ".hidden", "x.", "a/b", "../up", "x" * 65])
 def test_names_that_are_no_folder_or_read_as_flags_are_no_profiles(name: str) -> None:
-    result = seelen_main("--profile", name, "sessions", "list")
+    result = run_cli("--profile", name, "sessions", "list")
     assert result.returncode == 2
     assert result.stderr.startswith("seelen: --profile: a profile name is up to 64 letters")
     assert len(result.stderr.splitlines()) == 1
@@ -78,10 +78,10 @@ def test_the_folders_seelen_creates_are_private_parents_included(
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     old = os.umask(0o022)
     try:
-        result = seelen_main("ask", "hello")  # the default data dir, ~/.local/share/seelen
+        result = run_cli("ask", "hello")  # the default data dir, ~/.local/share/seelen
         assert result.returncode == 0, result.stderr
         nested = tmp_path / "a" / "b" / "c"
-        result = seelen_main("--data-dir", str(nested), "chat", stdin="hello\n")
+        result = run_cli("--data-dir", str(nested), "chat", stdin="hello\n")
         assert result.returncode == 0, result.stderr
     finally:
         os.umask(old)

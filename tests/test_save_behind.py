@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable
 
+from helpers import wait_until_async
 from model_server import ModelServer, Reply
 from prompt_toolkit.input import create_pipe_input
 from test_repl import make_repl
@@ -14,11 +14,8 @@ from test_repl import make_repl
 from seelen.store import ARCHIVED
 
 
-async def until(condition: Callable[[], bool], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
+async def until(condition: Callable[[], bool]) -> None:
+    await wait_until_async(condition, 20, "the chat did not get there")
 
 
 def held_summaries(env: ModelServer) -> threading.Event:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from helpers import seelen_main
+from helpers import run_cli
 from model_server import ModelServer
 from rich.console import Console
 
@@ -20,13 +20,13 @@ def assert_harmless(shown: str) -> None:
 
 def test_a_piped_chat_and_ask_show_a_reply_s_control_characters(env: ModelServer) -> None:
     env.enqueue(HOSTILE, HOSTILE, HOSTILE)
-    chat = seelen_main("chat", stdin="hello\n")
+    chat = run_cli("chat", stdin="hello\n")
     assert chat.returncode == 0, chat.stderr
     assert_harmless(chat.stdout)
-    ask = seelen_main("ask", "hello")
+    ask = run_cli("ask", "hello")
     assert ask.returncode == 0, ask.stderr
     assert_harmless(ask.stdout)
-    exact = seelen_main("ask", "--json", "hello")  # JSON keeps the text exactly, escaped
+    exact = run_cli("ask", "--json", "hello")  # JSON keeps the text exactly, escaped
     assert json.loads(exact.stdout)["reply"] == HOSTILE
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seelen.files import make_dirs
 from seelen.owner import wire
+from seelen.owner.procs import gone
 
 if TYPE_CHECKING:
     from seelen.config import Settings
@@ -95,22 +95,25 @@ def _owner_env(settings: Settings) -> dict[str, str]:
 
 def start_owner(settings: Settings) -> socket.socket | None:
     """Start the owner in the background and connect to it; None if it could not start."""
+    from seelen.files import private_dir  # only here: a question that finds its owner skips it
+
     directory = settings.profile_dir
     try:
-        make_dirs(directory)
+        private_dir(directory)
         return _spawn(settings, directory)
     except OSError:
         return None  # the in-process path reports what is wrong with the folder
 
 
 def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
+    from seelen.files import private_dir
+
     path = wire.socket_path(settings)
     with _spawn_lock(directory):
         sock = _connect(path)
         if sock is not None:  # another client started it meanwhile
             return sock
-        logs = directory / "logs"
-        logs.mkdir(exist_ok=True, mode=0o700)
+        logs = private_dir(directory / "logs")
         log_fd = os.open(logs / "owner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             process = subprocess.Popen(
@@ -145,22 +148,10 @@ def stop_owner(settings: Settings) -> bool:
     pid = int(status[-1]["pid"])
     deadline = time.monotonic() + STOP_SECONDS
     while time.monotonic() < deadline:  # gone means the profile's lock is free again
-        if _gone(pid):
+        if gone(pid):
             return True
         time.sleep(POLL_SECONDS)
     return True
-
-
-def _gone(pid: int) -> bool:
-    """True once process `pid` has ended (a zombie waiting for its parent has ended too)."""
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return True
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def owner_status(settings: Settings) -> dict[str, Any] | None:
