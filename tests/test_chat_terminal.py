@@ -15,8 +15,11 @@ def test_ctrl_c_during_a_reply_shows_it_once(env: ModelServer, data_dir: Path) -
         terminal.send("tell me a long story\r")
         assert terminal.read_until("word word word"), terminal.text
         terminal.send("typed ahead")  # neither this nor Ctrl-C may be echoed into the reply
+        # (Ctrl-C then discards it, as a terminal discards its pending input on an interrupt.)
         terminal.send("\x03")
         assert terminal.read_until("(stopped)"), terminal.text
+        stopped = terminal.output.index(b"(stopped)")
+        assert terminal.read_until("›", after=stopped), terminal.text  # the next prompt
         terminal.send("\x15\x04")  # Ctrl-U clears the line, Ctrl-D leaves
         assert terminal.wait() == 0, terminal.text
     shown = terminal.text
