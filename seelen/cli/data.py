@@ -38,7 +38,7 @@ def read_source(source: str, stdin: IO[str] | None = None) -> str:
 
 def import_into(app: App, text: str, console: Console) -> ImportReport:
     """Import an export into the app's profile, then index the new texts with a progress bar."""
-    report = import_export(app.store, app.files, app.clock, text)
+    report = import_export(app.store, app.files, app.clock, text, app.sessions)
     app.follow_language()
     if app.index is not None and app.index.behind():
         index_with_progress(app.index, console)
