@@ -30,7 +30,7 @@ class Memory:
         self._ranking: Ranking | None = None
 
     @classmethod
-    def open(cls, data_dir: str | Path, profile: str = "default", **settings: Any) -> Memory:
+    def open(cls, data_dir: str | Path, profile: str = "default", **settings: object) -> Memory:
         """Open (creating if needed) `profile` under `data_dir`; extra settings by env name,
         e.g. `RECALL_CONV_NUM=10`, override the environment and `.env`."""
         overrides = {"SEELEN_DATA_DIR": str(data_dir), "SEELEN_PROFILE": profile, **settings}

@@ -146,6 +146,8 @@ class App:
         follows. True when it switched."""
         if self.index is None or self.recall is None or self.settings.embedding_provider != "auto":
             return False
+        if self.recall.embedder is None:
+            return False
         from seelen.models.embed import E5Embedder, make_embedder
 
         if self.recall.embedder.model_id == E5Embedder.model_id:

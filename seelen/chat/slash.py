@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from prompt_toolkit.completion import Completer, Completion, WordCompleter
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, WordCompleter
 from prompt_toolkit.document import Document
 from rich.text import Text
 
@@ -55,7 +55,9 @@ class SlashCompleter(Completer):
     def __init__(self) -> None:
         self._words = WordCompleter(sorted(COMMANDS), sentence=True)
 
-    def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
         if document.text_before_cursor.startswith("/") and " " not in document.text_before_cursor:
             yield from self._words.get_completions(document, complete_event)
 

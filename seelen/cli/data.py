@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
@@ -66,7 +66,7 @@ def describe(report: ImportReport) -> str:
     return line + "."
 
 
-def ranking_for(app: Any) -> Ranking:
+def ranking_for(app: App) -> Ranking:
     """A Ranking over the app's recall, with the prompt budget chat uses."""
     if app.recall is None:
         raise SeelenError("memory search: recall is not available")
@@ -74,7 +74,7 @@ def ranking_for(app: Any) -> Ranking:
 
 
 def search_json(
-    app: Any,
+    app: App,
     query: str | None,
     *,
     limit: int | None,

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from seelen.app import App
 
+T = TypeVar("T")
+
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
@@ -40,10 +42,10 @@ profile_app = typer.Typer(help="What Seelen knows about you (user_profile.txt)."
 def _memory_command(
     profile: str | None,
     data_dir: str | None,
-    body: Callable[[Any, Any], Any],
+    body: Callable[[App, Console], T],
     *,
     write: str | None = None,
-) -> Any:
+) -> T:
     """Run `body(app, console)` against the memory alone: no model is started.
 
     `write` names the command when it changes memory: it then waits for the profile's
@@ -80,7 +82,7 @@ def memory_search(
     if (query is None) != batch:
         raise typer.BadParameter("give a QUERY, or --batch --json with queries on stdin")
 
-    def body(application: Any, console: Any) -> None:
+    def body(application: App, console: Console) -> None:
         _index_if_free(application)
         if as_json:
             from seelen.cli.data import search_json
@@ -89,13 +91,14 @@ def memory_search(
             return
         from seelen.chat.render import render_hits
 
+        assert application.recall is not None  # every profile opened here has recall
         result = application.recall.search(query or "", None, mode, conv_num=limit or 10)
         render_hits(console, application, result)
 
     _memory_command(profile, data_dir, body)
 
 
-def _index_if_free(application: Any) -> None:
+def _index_if_free(application: App) -> None:
     """Index the newest turns before searching, unless a writer (which indexes them) is busy."""
     from seelen.runtime import ProfileBusy, ProfileLock, index_now
 
@@ -135,7 +138,7 @@ def memory_forget(
     if (text_id is None) == (session is None):
         raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
 
-    def body(application: Any, console: Any) -> None:
+    def body(application: App, console: Console) -> None:
         if session is not None:
             n = forget_session(application, session)
             console.print(f"Forgot session {session} ({n} texts).", markup=False)
@@ -152,7 +155,8 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
     from seelen.cli.common import progress_bar
     from seelen.runtime import reindex_all
 
-    def body(application: Any, console: Any) -> None:
+    def body(application: App, console: Console) -> None:
+        assert application.index is not None  # every profile opened here has an index
         with progress_bar(console, "re-indexing", application.index.pending()) as progress:
             n = reindex_all(application, progress)
         console.print(f"Re-indexed {n} texts.")
@@ -210,7 +214,7 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """List earlier versions, newest first (numbers for `restore`)."""
 
-        def body(a: Any, c: Any) -> None:
+        def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not versions:
                 print(f"no earlier versions of {label}")
@@ -229,7 +233,7 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     ) -> None:
         """Bring back an earlier version (the current one is kept in history too)."""
 
-        def body(a: Any, c: Any) -> None:
+        def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not 1 <= number <= len(versions):
                 raise SeelenError(f"{label} has {len(versions)} earlier versions; see history")
@@ -260,7 +264,7 @@ def export(
     if fmt not in ("json", "markdown"):
         raise typer.BadParameter("use json or markdown", param_hint="--format")
 
-    def body(application: Any, console: Any) -> None:
+    def body(application: App, console: Console) -> None:
         text = write_export(application, fmt, output)
         if text is not None:
             sys.stdout.write(text + "\n")

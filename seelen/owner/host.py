@@ -16,6 +16,7 @@ from seelen.owner import wire
 from seelen.owner.server import OwnerServer
 
 if TYPE_CHECKING:
+    from seelen.agent.events import Event
     from seelen.app import App
 
 
@@ -88,7 +89,9 @@ async def serve_chat(
             await task
 
 
-def events_to_wire(events: AsyncIterator[Any], session_id: Callable[[], str | None]) -> Any:
+def events_to_wire(
+    events: AsyncIterator[Event], session_id: Callable[[], str | None]
+) -> AsyncIterator[dict[str, Any]]:
     """Turn the agent's events into wire messages; the last one is `done` or `failed`."""
     from seelen.agent.events import (
         Done,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from seelen.owner import wire
 
 if TYPE_CHECKING:
-    pass
+    from seelen.owner.host import OwnerHost
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 # Asked to answer, an owner that has not answered anything for this long checks for idleness.
@@ -36,7 +36,7 @@ class OwnerServer:
 
     def __init__(
         self,
-        host: Any,
+        host: OwnerHost,
         *,
         version: str,
         fingerprint: str,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -19,6 +19,11 @@ from seelen.vectors.filters import id_predicates, session_filter, sql_string
 from seelen.vectors.meta import META_FILE, ModelRecord
 from seelen.vectors.recent import RecentRows
 from seelen.vectors.records import KINDS, VectorHit, VectorRow, check_kind
+
+if TYPE_CHECKING:
+    from lancedb._lancedb import IndexConfig
+    from lancedb.db import LanceDBConnection
+    from lancedb.table import LanceTable
 
 RECENT = "_recent"  # suffix of the small write table of each kind
 INDEX_MIN_ROWS = 5_000  # below this a flat search of the main table stays under ~8 ms
@@ -60,8 +65,8 @@ class VectorIndex:
 
     def _forget_handles(self) -> None:
         """Drop every open table and cached fact, so the next call reads the folder again."""
-        self._db: Any = None
-        self._tables: dict[str, Any] = {}
+        self._db: LanceDBConnection | None = None
+        self._tables: dict[str, LanceTable] = {}
         self._absent: set[str] = set()  # names of tables known not to exist
         self._recent: dict[str, RecentRows] = {}  # in-memory copies of the recent tables
         self._writes: dict[str, int] = {}
@@ -113,7 +118,7 @@ class VectorIndex:
 
     # -- tables -------------------------------------------------------------------------
 
-    def _connect(self) -> Any:
+    def _connect(self) -> LanceDBConnection:
         if self._db is None:
             self._db = tb.connect(self.path)
         return self._db
@@ -121,7 +126,11 @@ class VectorIndex:
     def _exists(self, name: str) -> bool:
         return name in self._tables or name in self._connect().list_tables().tables
 
-    def _table(self, name: str, *, create: bool = False) -> Any:
+    @overload
+    def _table(self, name: str, *, create: Literal[True]) -> LanceTable: ...
+    @overload
+    def _table(self, name: str, *, create: bool = False) -> LanceTable | None: ...
+    def _table(self, name: str, *, create: bool = False) -> LanceTable | None:
         """The open table `name`; None if it does not exist and `create` is False."""
         with self._open_lock:
             if name in self._tables:
@@ -147,13 +156,15 @@ class VectorIndex:
                 return None
             self._absent.discard(name)
             # Fragments left by earlier writes count as writes not yet compacted.
-            self._writes[name] = int(table.stats()["fragment_stats"]["num_fragments"])
+            # stats() returns a dict at run time, though its stub declares a dataclass.
+            stats = table.stats()["fragment_stats"]  # type: ignore[index]
+            self._writes[name] = int(stats["num_fragments"])
             if name.endswith(RECENT):  # loaded before any write through this object
                 self._recent[name] = RecentRows(self.dim, tb.all_rows(table))
             self._tables[name] = table
             return table
 
-    def _pair(self, kind: str) -> list[Any]:
+    def _pair(self, kind: str) -> list[LanceTable]:
         """The existing tables of `kind`, the recent one first (see `search`)."""
         return [t for t in (self._table(kind + RECENT), self._table(kind)) if t is not None]
 
@@ -206,7 +217,7 @@ class VectorIndex:
                 rows.delete(set(text_ids), session_id)
             return deleted
 
-    def _after_write(self, kind: str, recent: Any) -> None:
+    def _after_write(self, kind: str, recent: LanceTable) -> None:
         name = kind + RECENT
         self._writes[name] += 1
         if len(self._recent[name]) >= self.recent_rows:
@@ -229,7 +240,7 @@ class VectorIndex:
                 if (main := self._table(kind)) is not None:
                     self._maintain_main(kind, main)
 
-    def _move_recent(self, kind: str, recent: Any) -> None:
+    def _move_recent(self, kind: str, recent: LanceTable) -> None:
         """Copy the recent table into the main one in a single write, then empty it."""
         data = tb.all_rows(recent)
         main = self._table(kind, create=True)
@@ -241,7 +252,7 @@ class VectorIndex:
         self._writes[kind + RECENT] = 0
         self._maintain_main(kind, main)
 
-    def _maintain_main(self, kind: str, table: Any, *, rebuild: bool = False) -> None:
+    def _maintain_main(self, kind: str, table: LanceTable, *, rebuild: bool = False) -> None:
         """Compact, index the moved rows; (re)build the vector index when due."""
         from lancedb.index import BTree
 
@@ -257,16 +268,16 @@ class VectorIndex:
         ):
             self._build_vector_index(kind, table, rows)
 
-    def _vector_index_due(self, kind: str, rows: int, index: Any) -> bool:
+    def _vector_index_due(self, kind: str, rows: int, index: IndexConfig | None) -> bool:
         if index is None:
             return True
         # Each move adds a delta segment, searched one by one; a rebuild merges them.
-        if index.num_segments > self.max_segments:
+        if (index.num_segments or 1) > self.max_segments:  # None: lancedb does not know
             return True
         # Retrain when the table has doubled, so the partitions keep fitting the data.
         return rows >= 2 * self._trained_rows().get(kind, rows)
 
-    def _build_vector_index(self, kind: str, table: Any, rows: int) -> None:
+    def _build_vector_index(self, kind: str, table: LanceTable, rows: int) -> None:
         from lancedb.index import IvfSq
 
         table.create_index("vector", config=IvfSq(distance_type="cosine"), replace=True)
