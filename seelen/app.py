@@ -230,15 +230,7 @@ def build_app(
     closers.append(store.close)
     files = PersonaFiles(directory)
     files.ensure()
-    model = OpenAIChatModel(
-        base_url=provider.base_url,
-        api_key=provider.api_key,
-        model=provider.chat_model,
-        timeout=settings.request_timeout,
-        max_retries=settings.max_retries,
-        max_tokens=reply_cap(settings, provider),
-        sampling=chat_sampling(settings, provider),
-    )
+    model = chat_model(settings, provider)
     closers.append(model.aclose)
     sessions = Sessions(
         store,
@@ -293,6 +285,19 @@ def build_app(
         tools=registry,
         knowledge=knowledge,
         closers=closers,
+    )
+
+
+def chat_model(settings: Settings, provider: Provider) -> OpenAIChatModel:
+    """The client of the provider's chat model, with the settings' limits and sampling."""
+    return OpenAIChatModel(
+        base_url=provider.base_url,
+        api_key=provider.api_key,
+        model=provider.chat_model,
+        timeout=settings.request_timeout,
+        max_retries=settings.max_retries,
+        max_tokens=reply_cap(settings, provider),
+        sampling=chat_sampling(settings, provider),
     )
 
 

@@ -222,22 +222,30 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     from rich.text import Text
 
     from seelen.chat.visible import visible
-    from seelen.cli.doctor import facts, run_checks
+    from seelen.cli.doctor import Check, facts, run_checks, without_memory
+    from seelen.errors import StoreError
 
     settings = settings_from(profile, model, data_dir)
     check_start(settings)
     console = Console(highlight=False)
 
-    async def body(application: App) -> bool:
-        for key, value in facts(application):
+    def show(found: list[tuple[str, str]], checks: list[Check]) -> bool:
+        for key, value in found:
             console.print(f"[bold]{key:<12}[/bold] {escape(value)}", soft_wrap=True)
-        checks = await run_checks(application)
         for check in checks:
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
             console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
         return all(c.ok for c in checks)
 
-    if not run(_with_app(settings, body)):
+    async def body(application: App) -> bool:
+        return show(facts(application), await run_checks(application))
+
+    try:
+        healthy = run(_with_app(settings, body))
+    except StoreError as exc:  # a damaged memory is one finding among the others
+        line = stderr_console().print
+        healthy = show(*run(without_memory(settings, exc, lambda m: line(m, style="dim"))))
+    if not healthy:
         raise typer.Exit(1)
 
 
