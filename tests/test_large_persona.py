@@ -1,0 +1,25 @@
+"""A persona or profile too large for the prompt is said once, with how to fix it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import run_cli
+from model_server import ModelServer
+
+
+def test_a_huge_persona_is_used_in_part_and_said_once(env: ModelServer, data_dir: Path) -> None:
+    env.responder = lambda body: "ok"
+    assert run_cli("ask", "hello").returncode == 0
+    persona = data_dir / "default" / "persona_memory.txt"
+    persona.write_text("I am kind and patient. " * 100_000)  # 2.3 MB
+    chat = run_cli("chat", stdin="first\nsecond\n")
+    assert chat.returncode == 0, chat.stderr
+    said = "persona_memory.txt is too large to use whole (2,300,000 characters"
+    assert chat.stdout.replace("\n", " ").count(said) == 1, chat.stdout
+    assert "`seelen persona edit`" in chat.stdout.replace("\n", " ")
+    system = env.last_messages()[0]["content"]
+    assert "I am kind and patient." in system and len(system) < 20_000  # its beginning only
+    ask = run_cli("ask", "third")
+    assert ask.returncode == 0 and ask.stdout == "ok\n"
+    assert said in ask.stderr.replace("\n", " ")
