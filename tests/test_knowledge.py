@@ -348,7 +348,10 @@ def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path)
     runner = CliRunner()
     added = runner.invoke(app, ["knowledge", "add", str(notes)])
     assert added.exit_code == 0, added.output
+    assert "49 notes indexed" in added.output  # at once (before: 0 until the first search)
     assert str(notes) in (data_dir / "default" / "knowledge_folders.json").read_text()
+    listed = runner.invoke(app, ["knowledge", "list"])
+    assert f"{notes}  (profile, 49 notes indexed)" in listed.output
     found = runner.invoke(app, ["knowledge", "search", "Piotr Halvorsen lighthouse keeper"])
     assert "piotr-halvorsen.md" in found.output
     listed = runner.invoke(app, ["knowledge", "list"])

@@ -52,7 +52,7 @@ def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monke
     runner = CliRunner()
     result = runner.invoke(app, ["import", str(source)])
     assert result.exit_code == 0, result.output
-    assert "Imported 2 sessions, 3 turns and 1 summaries." in result.output
+    assert "Imported 2 sessions, 3 turns and 1 summary." in result.output
     assert open_store(data_dir).count_unindexed() == 0  # indexed right away
 
     found = runner.invoke(app, ["memory", "search", "--json", "peanut allergy"])

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from seelen.chat.visible import counted
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, import_export
@@ -56,13 +57,14 @@ def index_with_progress(index: Indexer, console: Console) -> int:
 def describe(report: ImportReport) -> str:
     """One line saying what an import added."""
     line = (
-        f"Imported {report.sessions} sessions, {report.turns} turns and "
-        f"{report.summaries} summaries"
+        f"Imported {counted(report.sessions, 'session')}, {counted(report.turns, 'turn')} and "
+        f"{counted(report.summaries, 'summary', 'summaries')}"
     )
     if report.files:
         line += f"; replaced {', '.join(report.files)} (old versions in history/)"
     if report.demoted:
-        line += f"; {report.demoted} active sessions kept as archived (this profile has its own)"
+        active = counted(report.demoted, "active session")
+        line += f"; {active} kept as archived (this profile has its own)"
     return line + "."
 
 
