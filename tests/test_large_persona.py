@@ -23,3 +23,16 @@ def test_a_huge_persona_is_used_in_part_and_said_once(env: ModelServer, data_dir
     ask = run_cli("ask", "third")
     assert ask.returncode == 0 and ask.stdout == "ok\n"
     assert said in ask.stderr.replace("\n", " ")
+
+
+def test_a_pasted_message_too_long_for_the_prompt_says_it_is_clipped(
+    env: ModelServer, data_dir: Path
+) -> None:
+    env.responder = lambda body: "ok"
+    pasted = "line of a long log. " * 50_000  # 1 MB
+    chat = run_cli("chat", stdin=f"{pasted}\nshort one\n")
+    assert chat.returncode == 0, chat.stderr
+    shown = chat.stdout.replace("\n", " ")
+    assert shown.count("is too long for the prompt") == 1  # the short one fits
+    assert f"your message ({len(pasted):,} characters) is too long for the prompt" in shown
+    assert "it is stored whole" in shown

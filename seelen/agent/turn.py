@@ -28,17 +28,11 @@ from seelen.agent.events import (
     ToolStarted,
     TurnUsage,
 )
+from seelen.agent.oversize import clipped_question, oversized_files
 from seelen.errors import ModelError
 from seelen.memory.clock import Clock
-from seelen.memory.context import (
-    SHARES,
-    PromptParts,
-    build_messages,
-    exceeds,
-    one_line,
-    with_images,
-)
-from seelen.memory.persona import PERSONA, PROFILE, PersonaFiles
+from seelen.memory.context import SHARES, PromptParts, build_messages, one_line, with_images
+from seelen.memory.persona import PersonaFiles
 from seelen.memory.prompts import DatedText
 from seelen.memory.sessions import Sessions
 from seelen.models.chat import ChatModel, Completion, TextChunk
@@ -195,7 +189,7 @@ class ChatBot:
                     yield Notice("folded the oldest turns into this session's summary")
             except ModelError as exc:
                 yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
-        for notice in self._too_large():
+        for notice in oversized_files(self.files, self.context_tokens, self._told_too_large):
             yield Notice(notice)
         recalled = await self._recall(question.text)
         if recalled is not None:
@@ -213,6 +207,8 @@ class ChatBot:
             messages = await asyncio.to_thread(
                 self._messages, recalled, [*live, *log.turns], images
             )
+            if rounds == 0 and (clipped := clipped_question(question.text, messages)):
+                yield Notice(clipped)
             if self.log_prompt:
                 self.log_prompt(messages)
             completion: Completion | None = None
@@ -273,25 +269,6 @@ class ChatBot:
             return False
         self.vision = "false"
         return True
-
-    def _too_large(self) -> list[str]:
-        """The persona or profile that does not fit its share of the prompt, said once per
-        process: only its beginning is used, and the user would not know it otherwise."""
-        out = []
-        for name, share, text, command in (
-            (PERSONA, SHARES["persona"], self.files.persona, "persona"),
-            (PROFILE, SHARES["profile"], self.files.profile, "profile"),
-        ):
-            tokens = int(self.context_tokens * share)
-            if name in self._told_too_large or not exceeds(text, tokens):
-                continue
-            self._told_too_large.add(name)
-            out.append(
-                f"{name} is too large to use whole ({len(text):,} characters; the prompt has "
-                f"room for about {tokens:,} tokens of it): only its beginning is used. Shorten "
-                f"it with `seelen {command} edit`, or go back with `seelen {command} restore 1`"
-            )
-        return out
 
     def _tool_specs(self) -> list[dict[str, Any]]:
         if self.tools is None or not self.tools_enabled:
