@@ -115,7 +115,6 @@ async def _retry(repl: Repl, arg: str) -> bool:
 @command("/memory", "/m", help="search your long-term memory", arg="QUERY")
 async def _memory(repl: Repl, arg: str) -> bool:
     from seelen.chat.render import render_hits
-    from seelen.runtime import index_now
 
     if not arg:
         repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
@@ -124,7 +123,7 @@ async def _memory(repl: Repl, arg: str) -> bool:
     if recall is None:
         repl.console.print("[yellow]Recall is not available.[/yellow]")
         return True
-    await asyncio.to_thread(index_now, repl.app)
+    await asyncio.to_thread(repl.app.index_pending)  # the newest turns are found too
     result = await asyncio.to_thread(recall.search, arg, None, conv_num=10)
     render_hits(repl.console, repl.app, result)
     return True

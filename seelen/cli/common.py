@@ -82,7 +82,8 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
     """The profile's memory (store, files, index) without a chat model, as an `App`.
 
     `writer` names a command that changes memory: it first waits for the profile's writer
-    lock, saying so on stderr; readers take no lock and write nothing.
+    lock, saying so on stderr. Readers take no lock, open the memory read-only and create
+    nothing.
     """
     from seelen.runtime import Runtime
 

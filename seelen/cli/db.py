@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seelen.cli.common import DataOpt, ProfileOpt
+from seelen.cli.common import DataOpt, ProfileOpt, memory_only, settings_from
+
+if TYPE_CHECKING:
+    from seelen.app import App
+    from seelen.config import Settings
 
 if TYPE_CHECKING:
     from seelen.app import App
@@ -20,17 +24,13 @@ db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memo
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:
-    from seelen.cli.common import settings_from  # the flags given before `db` count too
-
-    return settings_from(profile, None, data_dir)
+    return settings_from(profile, None, data_dir)  # the flags given before `db` count too
 
 
 def _memory(
     profile: str | None, data_dir: str | None, writer: str | None = None
 ) -> AbstractContextManager[App]:
     """The profile's store, index and indexer, without a chat model (see `memory_only`)."""
-    from seelen.cli.common import memory_only
-
     return memory_only(_settings(profile, data_dir), writer)
 
 

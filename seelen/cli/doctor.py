@@ -7,11 +7,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from seelen.app import App, chat_model
+from seelen.app import App
+from seelen.app.build import chat_model
 from seelen.config import Settings
 from seelen.errors import StoreError
 from seelen.models.chat import OpenAIChatModel
-from seelen.models.provider import Provider, choose_provider, start_local_server
+from seelen.models.provider import Provider, choose_provider, reply_cap, start_local_server
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ async def without_memory(
     provider = choose_provider(settings)
     if provider.kind == "local":
         provider = start_local_server(settings, provider, on_line)
-    model = chat_model(settings, provider)
+    model = chat_model(settings, provider, reply_cap(settings, provider))
     try:
         checks = [await _timed("model answers", lambda: _model_answers(model))]
     finally:
@@ -90,7 +91,7 @@ async def run_checks(app: App) -> list[Check]:
         return f"{turns} turns, migrations {', '.join(app.store.applied_migrations())}"
 
     async def index_healthy() -> str:
-        if app.index is None or app.recall is None or app.recall.embedder is None:
+        if app.recall is None or app.recall.embedder is None:
             raise RuntimeError("recall is not configured")
         from seelen.memory.maintenance import index_findings
 

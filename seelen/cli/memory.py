@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from seelen.app import App
 
 T = TypeVar("T")
-
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
@@ -75,6 +74,8 @@ def memory_search(
     --json prints the ranking chat uses (with `in_prompt`); --batch reads one query per
     line from stdin and prints one JSON object per line, loading everything once.
     """
+    from rich.console import Console
+
     if mode not in ("hybrid", "bm25", "vector"):
         raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
     if batch and not as_json:
@@ -82,8 +83,16 @@ def memory_search(
     if (query is None) != batch:
         raise typer.BadParameter("give a QUERY, or --batch --json with queries on stdin")
 
+    from seelen.cli.data import index_if_free
+
+    settings = settings_from(profile, None, data_dir)
+    index_if_free(settings, "memory search")
+
     def body(application: App, console: Console) -> None:
-        _index_if_free(application)
+        from seelen.runtime import unindexed_note
+
+        if note := unindexed_note(application):
+            stderr_console().print(note, style="dim", markup=False)
         if as_json:
             from seelen.cli.data import search_json
 
@@ -91,36 +100,12 @@ def memory_search(
             return
         from seelen.chat.render import render_hits
 
-        assert application.recall is not None  # every profile opened here has recall
+        assert application.recall is not None
         result = application.recall.search(query or "", None, mode, conv_num=limit or 10)
         render_hits(console, application, result)
 
-    _memory_command(profile, data_dir, body)
-
-
-def _index_if_free(application: App) -> None:
-    """Index the newest turns before searching, unless a writer (which indexes them) is busy."""
-    from seelen.runtime import ProfileBusy, ProfileLock, index_now
-
-    lock = ProfileLock(application.settings.profile_dir, "memory search")
-    try:
-        lock.acquire(wait=False)
-    except ProfileBusy:
-        return
-    try:
-        if application.index is not None and application.index.needs_reindex():
-            from rich.console import Console
-
-            from seelen.cli.data import index_with_progress
-
-            # A new embedding model embeds everything again: minutes for a large memory, so
-            # say so (on stderr, which keeps --json's stdout clean).
-            console = Console(stderr=True)
-            console.print("Embedding the memory again for the new embedding model…")
-            index_with_progress(application.index, console)
-        index_now(application)
-    finally:
-        lock.release()
+    with memory_only(settings) as application:
+        body(application, Console(highlight=False))
 
 
 @memory_app.command("forget")
@@ -156,7 +141,7 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
     from seelen.runtime import reindex_all
 
     def body(application: App, console: Console) -> None:
-        assert application.index is not None  # every profile opened here has an index
+        assert application.index is not None  # a writer has its indexer
         with progress_bar(console, "re-indexing", application.index.pending()) as progress:
             n = reindex_all(application, progress)
         console.print(f"Re-indexed {n} texts.")

@@ -247,35 +247,34 @@ class OpenAIEmbedder:
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
-        self._dim = dim or KNOWN_DIMS.get(model)
+        # 0 until known: `probe_dim` (or the first `embed`) asks the endpoint.
+        self.dim = dim or KNOWN_DIMS.get(model, 0)
         self._client: OpenAI | None = None
         self._lock = threading.Lock()
 
-    @property
-    def dim(self) -> int:
-        """Vector size; for an unknown model the first access asks the endpoint once."""
-        if self._dim is None:
+    def probe_dim(self) -> int:
+        """The vector size; for a model of unknown size this asks the endpoint (once)."""
+        if not self.dim:
             self.embed(["dimension probe"])
-        assert self._dim is not None  # set by embed()
-        return self._dim
+        return self.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` with as few requests as the batch size allows."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one string")
         if not texts:
-            return np.zeros((0, self._dim or 0), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         parts = [
             self._request(list(texts[i : i + self.batch_size]))
             for i in range(0, len(texts), self.batch_size)
         ]
         vectors = normalize(np.vstack(parts))
-        if self._dim is None:
-            self._dim = int(vectors.shape[1])
-        elif vectors.shape[1] != self._dim:
+        if not self.dim:
+            self.dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self.dim:
             raise ModelError(
                 f"embedding model {self.model} returned {vectors.shape[1]} numbers, "
-                f"expected {self._dim}"
+                f"expected {self.dim}"
             )
         return vectors
 

@@ -39,6 +39,8 @@ class VectorIndex:
     not wait for them. `search` promises, for both kinds and whatever the table size: hits
     come best first, and a higher score means more similar. While the stored vectors belong
     to another model (`compatible()` is False) every method but `reset` raises `StoreError`.
+    Read-only (a reader): writes raise `StoreError`; a missing folder is an empty index,
+    not created; tables are read as first opened (reopen to see what a writer added).
     """
 
     def __init__(
@@ -51,8 +53,10 @@ class VectorIndex:
         recent_rows: int = RECENT_ROWS,
         optimize_every: int = OPTIMIZE_EVERY,
         max_segments: int = MAX_SEGMENTS,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.model_id = model_id
         self.dim = dim
         self.index_min_rows = index_min_rows
@@ -97,7 +101,7 @@ class VectorIndex:
 
     def reset(self) -> None:
         """Drop every vector and record this index's model id (before a re-index)."""
-        with self._write_lock, self._open_lock, tb.lance_errors("reset"):
+        with self._writing(), self._open_lock, tb.lance_errors("reset"):
             if folders.present(self.path) and not self.path.is_dir():
                 folders.move_aside(self.path, "damaged")  # e.g. a file where the folder belongs
             db = self._connect()
@@ -118,12 +122,20 @@ class VectorIndex:
 
     # -- tables -------------------------------------------------------------------------
 
+    def _writing(self) -> threading.RLock:
+        """The write lock; an index opened read-only refuses every write."""
+        if self.read_only:
+            raise StoreError(f"vector index {self.path} is open read-only")
+        return self._write_lock
+
     def _connect(self) -> LanceDBConnection:
         if self._db is None:
             self._db = tb.connect(self.path)
         return self._db
 
     def _exists(self, name: str) -> bool:
+        if self.read_only and not self.path.is_dir():  # connecting would create the folder
+            return False
         return name in self._tables or name in self._connect().list_tables().tables
 
     @overload
@@ -142,18 +154,19 @@ class VectorIndex:
                     f"vector index {self.path} holds vectors of another embedding model "
                     "or cannot be read; the indexer rebuilds it (or: seelen db repair)"
                 )
+            exists = self._exists(name)
+            if not exists and not create:
+                if not self.read_only:  # only a writer creates tables: it may remember an
+                    self._absent.add(name)  # absence, sparing each search a listing
+                return None
             db = self._connect()
-            if name in db.list_tables().tables:
+            if exists:
                 table = db.open_table(name)
-            elif create:
+            else:
+                self._writing()  # a reader never creates a table
                 table = db.create_table(name, schema=tb.schema(self.dim))
                 if self._read_meta() is None:
                     self._write_meta({"model_id": self.model_id, "dim": self.dim})
-            else:
-                # Only this object creates tables (one process owns a data dir), so
-                # remembering the absence spares each search a directory listing.
-                self._absent.add(name)
-                return None
             self._absent.discard(name)
             # Fragments left by earlier writes count as writes not yet compacted.
             # stats() returns a dict at run time, though its stub declares a dataclass.
@@ -187,7 +200,7 @@ class VectorIndex:
         if not rows:
             return
         data = tb.to_arrow(rows, self.dim)
-        with self._write_lock, tb.lance_errors(f"add {kind}"):
+        with self._writing(), tb.lance_errors(f"add {kind}"):
             recent = self._table(kind + RECENT, create=True)
             tb.upsert(recent, data)
             self._recent[kind + RECENT].upsert(data)
@@ -211,7 +224,7 @@ class VectorIndex:
             predicates.append(f"session_id = {sql_string(session_id)}")
         if not predicates:
             return 0
-        with self._write_lock, tb.lance_errors(f"delete {kind}"):
+        with self._writing(), tb.lance_errors(f"delete {kind}"):
             deleted = sum(tb.delete_where(table, predicates) for table in self._pair(kind))
             if (rows := self._recent_rows(kind)) is not None:
                 rows.delete(set(text_ids), session_id)
@@ -232,7 +245,7 @@ class VectorIndex:
     def maintain(self) -> None:
         """Compact every table and bring the indices up to date now (e.g. after a bulk
         re-index); otherwise this happens by itself as rows are added."""
-        with self._write_lock, tb.lance_errors("optimize"):
+        with self._writing(), tb.lance_errors("optimize"):
             for kind in KINDS:
                 if (recent := self._table(kind + RECENT)) is not None:
                     recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
@@ -291,7 +304,7 @@ class VectorIndex:
 
     def rebuild_indices(self) -> None:
         """Compact every table and retrain the vector indices from scratch (`db optimize`)."""
-        with self._write_lock, tb.lance_errors("rebuild indices"):
+        with self._writing(), tb.lance_errors("rebuild indices"):
             self.maintain()
             for kind in KINDS:
                 if (main := self._table(kind)) is not None:
@@ -368,7 +381,7 @@ class VectorIndex:
     def move_aside(self) -> Path | None:
         """Rename a damaged index folder (never delete it) and start again empty; returns
         where it went. Only the newest `KEEP_DAMAGED` such folders are kept."""
-        with self._write_lock, self._open_lock:
+        with self._writing(), self._open_lock:
             self._forget_handles()
             with tb.lance_errors("move the damaged index aside"):
                 return folders.move_aside(self.path, "damaged")
@@ -377,7 +390,7 @@ class VectorIndex:
         """An empty index beside this one, to fill and then `swap_in` (a left-over one from
         an interrupted rebuild is removed first)."""
         path = folders.staging_path(self.path)
-        with tb.lance_errors("prepare a new index"):
+        with self._writing(), tb.lance_errors("prepare a new index"):
             folders.remove(path)
         staged = VectorIndex(
             path,
@@ -394,14 +407,14 @@ class VectorIndex:
     def swap_in(self, staged: VectorIndex) -> None:
         """Replace this index by the complete `staged` one. The old folder is deleted when
         it held a model's vectors, and kept (moved aside) when it was unreadable."""
-        with self._write_lock, self._open_lock, tb.lance_errors("swap in the new index"):
+        with self._writing(), self._open_lock, tb.lance_errors("swap in the new index"):
             readable = isinstance((self._read_meta() or {}).get("model_id"), str)
             self._forget_handles()
             folders.swap(self.path, staged.path, keep_old=not readable)
 
     def recover(self) -> None:
         """Finish a swap cut short by a crash, or remove a rebuild that never completed."""
-        with self._write_lock, self._open_lock, tb.lance_errors("recover the index"):
+        with self._writing(), self._open_lock, tb.lance_errors("recover the index"):
             if folders.recover(self.path):
                 self._forget_handles()
 
