@@ -373,6 +373,21 @@ def unknown_keys(values: Mapping[str, Any], lines: Mapping[str, int], path: Path
     return out
 
 
+def existing_profiles(data_dir: str | Path) -> list[str]:
+    """The profiles in `data_dir`: its folders that bear a profile's name, sorted."""
+    try:
+        folders = [p for p in Path(data_dir).iterdir() if p.is_dir()]
+    except OSError:  # no data dir yet, or not readable: no profile to name
+        return []
+    names = []
+    for folder in folders:
+        try:
+            names.append(_profile(folder.name))
+        except ValueError:  # backups, lancedb.damaged-*, a user's own folder
+            continue
+    return sorted(names)
+
+
 def prepare_profile_dir(settings: Settings) -> Path:
     """Create the profile's data dir if needed and prove it is writable."""
     from seelen.files import make_private

@@ -25,7 +25,7 @@ from seelen.cli.db import db_app
 from seelen.cli.knowledge import knowledge_app
 from seelen.cli.memory import register as register_memory_commands
 from seelen.cli.preflight import check_start
-from seelen.config import Settings
+from seelen.config import Settings, existing_profiles
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -99,6 +99,10 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     settings = settings_from(profile, model, data_dir)
     check_start(settings)
     console = Console(highlight=False)
+    others = existing_profiles(settings.data_dir)
+    if others and settings.profile not in others:  # a new one, or a misspelt name?
+        new = f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
+        console.print(f"{new}(the others: {', '.join(others)})", style="yellow", markup=False)
     if sys.stdin.isatty():  # the prompt first; the profile opens behind it
         run(Repl(None, console, settings=settings).run_terminal())
         return
@@ -185,6 +189,17 @@ server_app = typer.Typer(
 )
 app.add_typer(server_app, name="server")
 app.add_typer(db_app, name="db")
+
+
+@app.command("profiles")
+def profiles(data_dir: DataOpt = None) -> None:
+    """List the profiles in the data dir (--profile NAME uses one; a new name starts one)."""
+    settings = settings_from(None, None, data_dir)
+    names = existing_profiles(settings.data_dir)
+    if not names:
+        print(f"no profile yet in {settings.data_dir}; the first chat starts {settings.profile!r}")
+    for name in names:
+        print(f"{name}{'  (in use)' if name == settings.profile else ''}")
 
 
 @server_app.command("status")
