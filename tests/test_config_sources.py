@@ -90,3 +90,18 @@ def test_the_folders_seelen_creates_are_private_parents_included(
     for folder in ("a", "a/b", "a/b/c", "a/b/c/default"):
         assert mode(tmp_path / folder) == 0o700, folder
     assert mode(home) == 0o755  # a folder that was there is left as it was
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"EMBEDDING_PROVIDER": "openai"}, "EMBEDDING_MODEL: required when EMBEDDING_PROVIDER"),
+        ({"KNOWLEDGE_PATTERNS": " , "}, "KNOWLEDGE_PATTERNS: give at least one pattern"),
+    ],
+)
+def test_settings_that_failed_only_later_fail_when_read(
+    tmp_path: Path, environ: dict[str, str], expected: str
+) -> None:
+    # Both were refused only once the profile and the local model were open.
+    with pytest.raises(ConfigError, match=expected):
+        load_settings({}, environ=environ, dotenv_path=tmp_path / "none")
