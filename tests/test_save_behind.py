@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 from collections.abc import Callable
 
 from helpers import wait_until_async
 from model_server import ModelServer, Reply
-from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.input import PipeInput, create_pipe_input
 from test_repl import make_repl
 
+from seelen.chat.repl import Repl
 from seelen.store import ARCHIVED
 
 
@@ -33,14 +35,20 @@ def held_summaries(env: ModelServer) -> threading.Event:
     return release
 
 
+async def chat_with_one_exchange(pipe: PipeInput) -> tuple[Repl, io.StringIO, asyncio.Task[None]]:
+    """An interactive chat whose session holds one exchange, running on `pipe`."""
+    repl, out = make_repl(pipe)
+    await repl.start()
+    chat = asyncio.create_task(repl.run_interactive())
+    pipe.send_text("my roses bloom\r")
+    await until(lambda: "echo: my roses bloom" in out.getvalue())
+    return repl, out, chat
+
+
 async def test_the_prompt_answers_while_the_last_session_is_archived(env: ModelServer) -> None:
     release = held_summaries(env)
     with create_pipe_input() as pipe:
-        repl, out = make_repl(pipe)
-        await repl.start()
-        chat = asyncio.create_task(repl.run_interactive())
-        pipe.send_text("my roses bloom\r")
-        await until(lambda: "echo: my roses bloom" in out.getvalue())
+        repl, out, chat = await chat_with_one_exchange(pipe)
         old = repl.app.sessions.current.session_id
         pipe.send_text("/save\r")
         pipe.send_text("and the tulips?\r")
@@ -64,11 +72,7 @@ async def test_the_prompt_answers_while_the_last_session_is_archived(env: ModelS
 async def test_leaving_while_the_archive_runs_finishes_it(env: ModelServer) -> None:
     release = held_summaries(env)
     with create_pipe_input() as pipe:
-        repl, out = make_repl(pipe)
-        await repl.start()
-        chat = asyncio.create_task(repl.run_interactive())
-        pipe.send_text("my roses bloom\r")
-        await until(lambda: "echo: my roses bloom" in out.getvalue())
+        repl, out, chat = await chat_with_one_exchange(pipe)
         old = repl.app.sessions.current.session_id
         pipe.send_text("/save\r/exit\r")
         await until(lambda: "Finishing the archive of the last session" in out.getvalue())
