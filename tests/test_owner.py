@@ -9,12 +9,11 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import open_store, run_seelen, wait_gone
+from helpers import open_store, run_seelen, wait_gone, wait_until
 from model_server import ModelServer, Reply
 
 import seelen
@@ -105,9 +104,7 @@ def test_an_owner_of_another_version_is_replaced(
         cwd=tmp_path,
     )
     try:
-        deadline = time.monotonic() + 30
-        while owner_status(load_settings()) is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: owner_status(load_settings()), 30, "the old owner never answered")
         assert _status()["version"].startswith("0.0.1+")
         result = run_seelen("ask", "are you new?")
         assert result.returncode == 0, result.stderr
@@ -181,10 +178,12 @@ def test_an_open_chat_answers_asks_from_other_terminals(
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
         chat.stdin.flush()
-        deadline = time.monotonic() + 30
-        while owner_status(load_settings()) is None:
-            assert time.monotonic() < deadline and chat.poll() is None
-            time.sleep(0.05)
+
+        def serving() -> bool:
+            assert chat.poll() is None, chat.communicate()
+            return owner_status(load_settings()) is not None
+
+        wait_until(serving, 30, "the chat never answered as the profile's owner")
         assert _status()["kind"] == "chat"
         asked = run_seelen("ask", "from another terminal")  # the chat's pipe stays open
         assert asked.returncode == 0, asked.stderr
