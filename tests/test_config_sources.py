@@ -80,15 +80,10 @@ def test_the_folders_seelen_creates_are_private_parents_included(
     try:
         result = run_cli("ask", "hello")  # the default data dir, ~/.local/share/seelen
         assert result.returncode == 0, result.stderr
-        nested = tmp_path / "a" / "b" / "c"
-        result = run_cli("--data-dir", str(nested), "chat", stdin="hello\n")
-        assert result.returncode == 0, result.stderr
     finally:
         os.umask(old)
     for folder in (".local", ".local/share", ".local/share/seelen", ".local/share/seelen/default"):
         assert mode(home / folder) == 0o700, folder
-    for folder in ("a", "a/b", "a/b/c", "a/b/c/default"):
-        assert mode(tmp_path / folder) == 0o700, folder
     assert mode(home) == 0o755  # a folder that was there is left as it was
 
 
