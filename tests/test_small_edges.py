@@ -12,7 +12,7 @@ from rich.console import Console
 
 from seelen.agent.events import Recalled
 from seelen.chat.render import EventPrinter
-from seelen.memory.recall import RecalledItem, RecallResult
+from seelen.memory.recalled import Passage, RecalledItem, RecallResult
 
 
 def test_editing_an_empty_profile_says_no_earlier_version_was_kept(data_dir: Path) -> None:
@@ -33,11 +33,16 @@ def item(kind: str, sources: dict[str, int]) -> RecalledItem:
 def test_counts_read_as_words() -> None:
     out = io.StringIO()
     printer = EventPrinter(Console(file=out, width=100))
-    one = RecallResult("dog", [item("summary", {"bm25": 1})], [item("turn", {"vector": 2})], 0.01)
-    printer._other(Recalled(one))
+    turn = item("turn", {"vector": 2})
+
+    def recalled(summaries: int, turns: int) -> Recalled:
+        shown = Passage("s1", (turn,) * turns, (False,) * turns, 10)
+        summary = [item("summary", {"bm25": 1})] * summaries
+        return Recalled(RecallResult("dog", summary, [turn] * turns, 0.01, passages=[shown]))
+
+    printer._other(recalled(1, 1))
     assert "recalled 1 past session and 1 past message (/why)" in out.getvalue()
-    two = RecallResult("dog", [item("summary", {"bm25": 1})] * 2, [item("turn", {})] * 3, 0.01)
-    printer._other(Recalled(two))
+    printer._other(recalled(2, 3))
     assert "recalled 2 past sessions and 3 past messages" in out.getvalue()
 
 
