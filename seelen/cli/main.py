@@ -133,8 +133,15 @@ def ask(
         raise typer.BadParameter("give a question as an argument or on standard input")
     settings = settings_from(profile, model, data_dir)
     printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
+
+    def waiting(line: str) -> None:  # another process holds the profile without serving it
+        if not as_json:
+            stderr_console().print(line, style="dim", markup=False)
+
     printer.begin()
-    final = ask_owner(settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message)
+    final = ask_owner(
+        settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message, on_wait=waiting
+    )
     if final is not None:
         raise typer.Exit(printer.finish(final))
     from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
@@ -189,11 +196,11 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     if status is None:
         print("not running")
         raise typer.Exit(1)
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["started"]))
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.started))
     print(
-        f"running: pid {status['pid']} ({status['kind']}), since {started}, "
-        f"{status['answered']} answers, {'busy' if status['busy'] else 'idle'}, "
-        f"version {status['version']}"
+        f"running: pid {status.pid} ({status.kind}), since {started}, "
+        f"{status.answered} answers, {'busy' if status.busy else 'idle'}, "
+        f"version {status.version}"
     )
 
 
