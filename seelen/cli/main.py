@@ -23,6 +23,7 @@ from seelen.cli.common import (
 )
 from seelen.cli.db import db_app
 from seelen.cli.knowledge import knowledge_app
+from seelen.cli.mcp import mcp_app
 from seelen.cli.memory import register as register_memory_commands
 from seelen.config import Settings
 from seelen.errors import SeelenError
@@ -183,6 +184,7 @@ server_app = typer.Typer(
 )
 app.add_typer(server_app, name="server")
 app.add_typer(db_app, name="db")
+app.add_typer(mcp_app, name="mcp")
 
 
 @server_app.command("status")

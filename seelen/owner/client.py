@@ -19,8 +19,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,6 +71,8 @@ def _messages(sock: socket.socket, request: wire.Request) -> Iterator[wire.Answe
                 yield message
                 if message.FINAL:
                     return
+        except TimeoutError:
+            raise  # the owner is there but does not answer: no reason to send it again
         except (OSError, ValueError) as exc:  # reset, or a line cut off by a crash
             raise OwnerLost(LOST) from exc
     raise OwnerLost(LOST)
@@ -144,6 +148,10 @@ def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
         while time.monotonic() < deadline:
             sock = _connect(path)
             if sock is not None:
+                # A long-lived client (`seelen mcp`) reaps it when it ends: no zombie is left.
+                threading.Thread(
+                    target=process.wait, name="seelen-owner-reaper", daemon=True
+                ).start()
                 return sock
             if process.poll() is not None:
                 if process.returncode == wire.EXIT_PROFILE_BUSY:
@@ -280,3 +288,62 @@ def ask(
             return None  # an open chat serves this profile with other settings
         replaced = True
     return None
+
+
+# How long a memory call waits for its answer, and for a profile held by a process that
+# does not serve it (an MCP client gives up after about a minute).
+CALL_SECONDS = 60.0
+HELD_SECONDS = 30.0
+
+
+def call(
+    settings: Settings, request: wire.MemoryCall, *, seconds: float = CALL_SECONDS
+) -> wire.Result | wire.Failed:
+    """One memory call (`seelen mcp`) through the profile's owner, started when none runs.
+
+    Never raises and never hangs: an owner of another version is replaced once, one that goes
+    away before answering gets the call again (a `Remember` carries a key, so it is stored
+    once), and whatever stops it is a `Failed` with one sentence.
+    """
+    path = wire.socket_path(settings)
+    if not wire.usable(path):
+        return wire.Failed(message=f"the profile's path is too long for a Unix socket: {path}")
+    request = replace(request, version=wire.code_version())
+    replaced = False
+    for _attempt in range(ATTEMPTS + 1):
+        try:
+            sock = connect(settings, wait_seconds=HELD_SECONDS)
+        except TimeoutError as exc:
+            return wire.Failed(message=f"{exc}; try again when it is done")
+        if sock is None:
+            return wire.Failed(message=_start_failure(settings))
+        sock.settimeout(seconds)
+        try:
+            final = list(_messages(sock, request))[-1]
+        except OwnerLost:
+            continue
+        except TimeoutError:
+            silent = f"Seelen's background process did not answer in {seconds:.0f} s"
+            return wire.Failed(message=silent)
+        if isinstance(final, (wire.Result, wire.Failed)):
+            return final
+        if not isinstance(final, wire.Refused):
+            return wire.Failed(message=f"the background Seelen answered {final.TAG}")
+        if replaced or not stop_owner(settings):
+            return wire.Failed(
+                message="a Seelen chat of another version has this profile open: "
+                "close it and start it again"
+            )
+        replaced = True
+    return wire.Failed(message=f"{LOST}, {ATTEMPTS} times: see logs/owner.log in the profile")
+
+
+def _start_failure(settings: Settings) -> str:
+    """Why no owner could start, from the last line it wrote to logs/owner.log."""
+    try:
+        lines = (settings.profile_dir / "logs" / "owner.log").read_text("utf-8").splitlines()
+    except OSError:
+        lines = []
+    why = next((line for line in reversed(lines) if line.startswith("seelen owner: ")), "")
+    reason = why.removeprefix("seelen owner: ") or "see logs/owner.log in the profile"
+    return f"Seelen's background process could not start: {reason}"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from seelen.config import Settings
 from seelen.owner import wire
+from seelen.owner.memory import MemoryService
 from seelen.owner.server import OwnerServer
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class OwnerHost:
         self._close = close
         self.turn_lock = turn_lock or asyncio.Lock()
         self.on_answer = on_answer
+        self.memory = MemoryService(app)
 
     async def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[wire.Answer]:
         """Answer one question; an ephemeral one writes nothing."""
@@ -47,8 +49,8 @@ class OwnerHost:
             self.on_answer(text)
 
     async def call(self, request: wire.MemoryCall) -> wire.Final:
-        """Answer one memory call of `seelen mcp`."""
-        return wire.Failed(message=f"{request.TAG} is not served by this Seelen")
+        """Answer one memory call of `seelen mcp` (beside a running turn, never inside it)."""
+        return await self.memory.call(request)
 
     async def aclose(self) -> None:
         """Close the profile and let the next writer in."""
