@@ -104,7 +104,9 @@ def build_server(settings: Settings, *, read_only: bool = False) -> SeelenMCP:
     """The server for one profile; `read_only` offers no tool that writes."""
     import seelen
 
-    server = SeelenMCP("seelen", instructions=INSTRUCTIONS, version=seelen.__version__)
+    server = SeelenMCP(
+        "seelen", instructions=INSTRUCTIONS, version=seelen.__version__, log_level="WARNING"
+    )
     link = OwnerLink(settings)
     _reading_tools(server, link)
     if not read_only:

@@ -308,7 +308,7 @@ def call(
     path = wire.socket_path(settings)
     if not wire.usable(path):
         return wire.Failed(message=f"the profile's path is too long for a Unix socket: {path}")
-    request = replace(request, version=wire.code_version())
+    request = replace(request, version=_version())
     replaced = False
     for _attempt in range(ATTEMPTS + 1):
         try:
@@ -336,6 +336,19 @@ def call(
             )
         replaced = True
     return wire.Failed(message=f"{LOST}, {ATTEMPTS} times: see logs/owner.log in the profile")
+
+
+# A long-lived client (`seelen mcp`) reads the installed code's version at most this often:
+# stat-ing every source file costs 1-6 ms, and an upgrade is noticed within two seconds.
+VERSION_SECONDS = 2.0
+_versions: list[tuple[float, str]] = []
+
+
+def _version() -> str:
+    now = time.monotonic()
+    if not _versions or now - _versions[-1][0] > VERSION_SECONDS:
+        _versions[:] = [(now, wire.code_version())]
+    return _versions[-1][1]
 
 
 def _start_failure(settings: Settings) -> str:
