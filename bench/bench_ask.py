@@ -31,9 +31,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from model_server import ModelServer, Reply  # noqa: E402
 
 from seelen.config import load_settings  # noqa: E402
+from seelen.owner.procs import cpu_seconds  # noqa: E402
 from seelen.store import Store  # noqa: E402
-
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
@@ -53,8 +52,7 @@ def owner_cpu(pid: int | None) -> float:
     """CPU seconds the owner process has used so far."""
     if pid is None:
         return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return cpu_seconds(pid)
 
 
 def seed(env: dict[str, str], turns: int) -> None:

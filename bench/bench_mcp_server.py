@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from model_server import ModelServer, Reply  # noqa: E402
 
+from seelen.owner.procs import children, cpu_seconds  # noqa: E402
+
 SEELEN = str(Path(sys.executable).with_name("seelen"))
 
 
@@ -53,25 +55,9 @@ def peak_rss_mib(pid: int) -> float:
     return 0.0
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def mcp_children() -> list[int]:
     """Pids of this process's `seelen mcp` children."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if int(stat[1]) == os.getpid() and b"mcp" in cmd:
-            found.append(int(entry.name))
-    return found
+    return [p for p in children(os.getpid()) if b"mcp" in Path(f"/proc/{p}/cmdline").read_bytes()]
 
 
 async def stdio_run(questions: list[str], starts: int, searches: int) -> None:

@@ -108,7 +108,12 @@ class App:
             index = self.index
             # Started from the event loop, so closing (which stops it) never races the start.
             then = asyncio.wrap_future(model_ready)
-            then.add_done_callback(lambda done: done.cancelled() or index.start())
+
+            def start(done: asyncio.Future[None]) -> None:
+                if not done.cancelled():
+                    index.start()
+
+            then.add_done_callback(start)
             self.closers.append(then.cancel)
 
     async def open_session(
@@ -216,6 +221,7 @@ def build_app(
     provider = choose_provider(settings) if with_model else Provider("none", "", "", "", "")
     if provider.kind == "local":
         provider = start_local_server(settings, provider, progress)
+        assert provider.server is not None  # started just now
         closers.append(provider.server.stop)
     clock = Clock(settings.timezone)
     store = Store(directory / "chat_sessions.db")

@@ -38,12 +38,31 @@ def atomic_write(path: Path, text: str) -> None:
         os.close(dir_fd)
 
 
+def private_dir(path: Path) -> Path:
+    """Create the folder `path` (parents too) 0700 whatever the umask, and return it; an
+    existing one that others may read is closed up."""
+    try:
+        path.mkdir(mode=DIR_MODE, parents=True)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+        _fix(path, DIR_MODE)
+    else:
+        path.chmod(DIR_MODE)  # mkdir's mode passes through the umask
+    return path
+
+
 def make_private(profile_dir: Path) -> None:
     """Narrow the umask for this process and close up the profile folder and its contents."""
     os.umask(PRIVATE_UMASK)
-    profile_dir.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    _fix(profile_dir, DIR_MODE)
-    for root, dirs, files in os.walk(profile_dir):  # never follows symlinks
+    close_up(private_dir(profile_dir))
+
+
+def close_up(folder: Path) -> None:
+    """`folder` and the folders below it 0700, its files 0600: what others may read is
+    closed up."""
+    _fix(folder, DIR_MODE)
+    for root, dirs, files in os.walk(folder):  # never follows symlinks
         for name in dirs:
             _fix(Path(root) / name, DIR_MODE)
         for name in files:

@@ -17,6 +17,8 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
+from seelen.files import private_dir
+
 # 5 MB × 3 backups: a debugging session's prompts (10–30 kB each) fit, and a forgotten
 # DEBUG_MODE cannot fill the disk (at most 20 MB per file kind).
 MAX_BYTES = 5_000_000
@@ -84,13 +86,6 @@ class PrivateFileHandler(RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
-def private_dir(path: Path) -> Path:
-    """Create `path` (0700) if needed and return it."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
-    return path
-
-
 def file_handler(path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s") -> Any:
     """A private, rotating, redacting handler for `path` (its folder is made 0700)."""
     private_dir(path.parent)
@@ -102,7 +97,9 @@ def file_handler(path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)
     return handler
 
 
-def file_logger(name: str, path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s"):
+def file_logger(
+    name: str, path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s"
+) -> logging.Logger:
     """A standalone logger writing only to `path`; `close_logger` releases its file."""
     logger = logging.Logger(name, logging.DEBUG)  # not in the global tree: nothing propagates
     logger.addHandler(file_handler(path, secrets, fmt))

@@ -1,26 +1,135 @@
-"""Small helpers shared by the tests: run the real `seelen` command, open the real store,
-call a registered tool, see this process's children."""
+"""Small helpers shared by the tests: run the `seelen` command (in this process, or as a real
+process where processes are the point), wait for a condition with a deadline, open the real
+store, call a registered tool, see this process's children."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from seelen.owner.procs import children
 from seelen.store import Store
 from seelen.tools.base import ToolCall, ToolOutcome, ToolRegistry
+
+# How often a wait looks again: short next to any wait a test does, long next to a check.
+POLL = 0.02
+
+
+def _deadline_passed(start: float, timeout: float, message: str) -> None:
+    if time.monotonic() - start > timeout:
+        raise AssertionError(f"timed out after {timeout:g} s: {message}")
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, message: str) -> float:
+    """Poll `predicate` until it is true; fail with `message` once `timeout` seconds pass.
+
+    Returns the seconds waited. From async code, `await wait_until_async(...)`: blocking
+    here would stop the event loop the condition may depend on.
+    """
+    start = time.monotonic()
+    while not predicate():
+        _deadline_passed(start, timeout, message)
+        time.sleep(POLL)
+    return time.monotonic() - start
+
+
+async def wait_until_async(predicate: Callable[[], object], timeout: float, message: str) -> float:
+    """`wait_until` for a test running on an event loop: the loop runs on between checks."""
+    start = time.monotonic()
+    while not predicate():
+        _deadline_passed(start, timeout, message)
+        await asyncio.sleep(POLL)
+    return time.monotonic() - start
+
+
+@dataclass
+class CliResult:
+    """What one `seelen` command did: the same fields as a finished subprocess."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, stdin: str | bytes = "", env: dict[str, str] | None = None) -> CliResult:
+    """Run `seelen ARGS` in this process, as the user's command runs it.
+
+    It goes through `seelen.cli.main.main` (one line per error, the same exit codes), with
+    stdin, stdout and stderr captured (a pipe, not a terminal). Nothing stays behind for the
+    next test: the environment, the umask and the root flags are restored, and every thread
+    the command started must have ended.
+    """
+    from click.testing import CliRunner
+
+    from seelen.cli import common
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # the command runs its own event loop, as `seelen` does
+    else:
+        raise AssertionError("run_cli is for plain tests: its event loop cannot nest in one")
+    from seelen.cli import main as cli
+
+    saved_environ, saved_argv, saved_flags = dict(os.environ), sys.argv, dict(common._ROOT_FLAGS)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    threads_before = set(threading.enumerate())
+    try:
+        with CliRunner().isolation(input=stdin, env=env) as (out, err, _):
+            sys.argv = ["seelen", *args]
+            try:
+                cli.main()
+                code: Any = 0
+            except SystemExit as exc:
+                code = exc.code
+            sys.stdout.flush()
+            sys.stderr.flush()
+            result = CliResult(
+                code if isinstance(code, int) else int(code is not None),
+                out.getvalue().decode("utf-8", "replace"),
+                err.getvalue().decode("utf-8", "replace"),
+            )
+    finally:
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        os.umask(umask)
+        common._ROOT_FLAGS.clear()
+        common._ROOT_FLAGS.update(saved_flags)
+    # A process would end its threads at exit; in this process they must end by themselves.
+    started = [t for t in threading.enumerate() if t not in threads_before and not _shared(t)]
+    wait_until(
+        lambda: not any(t.is_alive() for t in started),
+        30,
+        f"`seelen {' '.join(args)}` left threads running: {[t.name for t in started]}",
+    )
+    return result
+
+
+def _shared(thread: threading.Thread) -> bool:
+    """Threads that are not the command's: a request handler of the tests' model server, and
+    LanceDB's one event loop, which it starts once per process and keeps."""
+    return "process_request_thread" in thread.name or thread.name == "LanceDBBackgroundEventLoop"
 
 
 def run_seelen(
     *args: str, stdin: str = "", env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m seelen ARGS` as a user would, with the test environment."""
+    """Run `python -m seelen ARGS` as a real process, with the test environment: for tests
+    about processes (kills, the owner, concurrency, the terminal, start-up)."""
     return subprocess.run(
         [sys.executable, "-m", "seelen", *args],
         input=stdin,
@@ -71,14 +180,10 @@ def alive(pid: int) -> bool:
 
 
 def wait_gone(pid: int, seconds: float = 15) -> bool:
-    """Wait until process `pid` has ended; False if it is still there after `seconds`."""
-    import time
+    """Wait until process `pid` has ended; fail if it is still there after `seconds`.
 
-    deadline = time.monotonic() + seconds
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
+    True once gone, so `assert wait_gone(pid)` reads as it always did."""
+    wait_until(lambda: not alive(pid), seconds, f"process {pid} still runs")
     return True
 
 
@@ -91,14 +196,4 @@ async def call_tool(
 
 def child_pids() -> set[int]:
     """Live (non-zombie) children of this test process."""
-    me, found = os.getpid(), set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
-            found.add(int(entry.name))
-    return found
+    return children(os.getpid())

@@ -1,16 +1,17 @@
-"""The real `seelen` command: piped chat, one-shot ask, JSON, crash safety."""
+"""The `seelen` command: piped chat, one-shot ask, JSON, usage errors, and (as a real
+process) crash safety."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from helpers import open_store, run_seelen
+from helpers import open_store, run_cli, wait_until
 from model_server import ModelServer, Reply
 
 from seelen.store import ARCHIVED
@@ -18,7 +19,7 @@ from seelen.store import ARCHIVED
 
 def test_piped_chat_runs_slash_commands(env: ModelServer, data_dir: Path) -> None:
     env.responder = lambda body: Reply(text=f"echo: {body['messages'][-1]['content']}")
-    result = run_seelen("chat", stdin="hi there\n/bogus\n/save\nafter save\n")
+    result = run_cli("chat", stdin="hi there\n/bogus\n/save\nafter save\n")
     assert result.returncode == 0, result.stderr
     assert "echo: hi there" in result.stdout
     assert "Unknown command /bogus" in result.stdout
@@ -36,10 +37,10 @@ def test_piped_chat_runs_slash_commands(env: ModelServer, data_dir: Path) -> Non
 
 def test_ask_answers_from_stdin_and_argument(env: ModelServer, data_dir: Path) -> None:
     env.enqueue("Paris.", "Berlin.")
-    piped = run_seelen("ask", stdin="Capital of France?\n")
+    piped = run_cli("ask", stdin="Capital of France?\n")
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout == "Paris.\n"
-    direct = run_seelen("ask", "Capital of Germany?")
+    direct = run_cli("ask", "Capital of Germany?")
     assert direct.stdout == "Berlin.\n"
     store = open_store(data_dir)
     sid = store.active_session().session_id
@@ -53,7 +54,7 @@ def test_ask_answers_from_stdin_and_argument(env: ModelServer, data_dir: Path) -
 
 def test_ask_json_prints_one_object(env: ModelServer, data_dir: Path) -> None:
     env.enqueue(Reply(text="**42**", prompt_tokens=11, completion_tokens=3))
-    result = run_seelen("ask", "--json", "meaning of life?")
+    result = run_cli("ask", "--json", "meaning of life?")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert payload["reply"] == "**42**"
@@ -64,14 +65,14 @@ def test_ask_json_prints_one_object(env: ModelServer, data_dir: Path) -> None:
 
 def test_ask_ephemeral_keeps_nothing(env: ModelServer, data_dir: Path) -> None:
     env.enqueue("temporary")
-    result = run_seelen("ask", "--ephemeral", "--json", "forget me")
+    result = run_cli("ask", "--ephemeral", "--json", "forget me")
     assert json.loads(result.stdout)["reply"] == "temporary"
     assert open_store(data_dir).count_turns() == 0
 
 
 def test_ask_failure_exits_nonzero_and_keeps_question(env: ModelServer, data_dir: Path) -> None:
     env.responder = lambda body: Reply(status=500)
-    result = run_seelen("ask", "will this survive?", env={"MAX_RETRIES": "0"})
+    result = run_cli("ask", "will this survive?", env={"MAX_RETRIES": "0"})
     assert result.returncode == 1
     assert "answered 500" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
@@ -87,17 +88,21 @@ def test_kill_during_reply_loses_no_committed_turn(env: ModelServer, data_dir: P
         [sys.executable, "-m", "seelen", "chat"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        stderr=subprocess.DEVNULL,
         env=dict(os.environ),
     )
-    assert proc.stdin is not None
-    proc.stdin.write("a message that must survive\n")
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"a message that must survive\n")
     proc.stdin.flush()
-    deadline = time.monotonic() + 30
-    while not env.chat_requests() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)  # mid-stream
+    shown = bytearray()
+
+    def reply_under_way() -> bool:  # the first words are on the screen: kill mid-stream
+        while select.select([proc.stdout], [], [], 0)[0] and (chunk := os.read(fd, 4096)):
+            shown.extend(chunk)
+        return b"word word" in shown
+
+    fd = proc.stdout.fileno()
+    wait_until(reply_under_way, 30, "the reply never started streaming")
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     store = open_store(data_dir)
@@ -105,12 +110,12 @@ def test_kill_during_reply_loses_no_committed_turn(env: ModelServer, data_dir: P
     assert [t.text for t in store.turns(session.session_id)] == ["a message that must survive"]
     # The next start restores the session, and the question can be answered.
     env.enqueue("It survived.")
-    result = run_seelen("chat", stdin="/retry\n")
+    result = run_cli("chat", stdin="/retry\n")
     assert "It survived." in result.stdout
 
 
 def test_help_explains_commands() -> None:
-    result = run_seelen("--help")
+    result = run_cli("--help")
     assert result.returncode == 0
     for name in ("chat", "ask", "save"):
         assert name in result.stdout
@@ -118,13 +123,7 @@ def test_help_explains_commands() -> None:
 
 def test_invalid_utf8_on_stdin_is_kept_not_fatal(env: ModelServer, data_dir: Path) -> None:
     env.enqueue("Got it.")
-    result = subprocess.run(
-        [sys.executable, "-m", "seelen", "ask"],
-        input=b"caf\xe9 au lait\n",
-        capture_output=True,
-        timeout=60,
-        env=dict(os.environ),
-    )
+    result = run_cli("ask", stdin=b"caf\xe9 au lait\n")
     assert result.returncode == 0, result.stderr
     store = open_store(data_dir)
     assert store.turns(store.active_session().session_id)[0].text == "caf\ufffd au lait"
@@ -132,8 +131,8 @@ def test_invalid_utf8_on_stdin_is_kept_not_fatal(env: ModelServer, data_dir: Pat
 
 def test_profile_flag_works_before_and_after_the_command(env: ModelServer, data_dir: Path) -> None:
     env.enqueue("one", "two")
-    assert run_seelen("-p", "work", "ask", "first").returncode == 0
-    assert run_seelen("ask", "--profile", "work", "second").returncode == 0
+    assert run_cli("-p", "work", "ask", "first").returncode == 0
+    assert run_cli("ask", "--profile", "work", "second").returncode == 0
     store = open_store(data_dir, "work")
     texts = [t.text for t in store.turns(store.active_session().session_id)]
     assert texts == ["first", "one", "second", "two"]
@@ -141,12 +140,12 @@ def test_profile_flag_works_before_and_after_the_command(env: ModelServer, data_
 
 
 def test_usage_errors_are_explained_with_exit_code_2() -> None:
-    result = run_seelen("memory", "search", "--mode", "bogus", "x")
+    result = run_cli("memory", "search", "--mode", "bogus", "x")
     assert result.returncode == 2
     assert "Invalid value for --mode" in result.stderr and "internal error" not in result.stderr
-    unknown = run_seelen("nosuchcmd")
+    unknown = run_cli("nosuchcmd")
     assert unknown.returncode == 2 and "No such command" in unknown.stderr
-    empty = run_seelen("ask", "  ")
+    empty = run_cli("ask", "  ")
     assert empty.returncode == 2 and "give a question" in empty.stderr
 
 

@@ -10,11 +10,10 @@ import itertools
 import json
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from helpers import open_store, run_seelen
+from helpers import open_store, run_cli, run_seelen, wait_until
 from model_server import ModelServer, Reply
 
 from seelen.models.embed import make_embedder
@@ -72,17 +71,19 @@ def test_asks_during_an_archive_wait_and_the_summary_is_asked_once(
     env: ModelServer, data_dir: Path
 ) -> None:
     env.responder = _respond
-    assert run_seelen("ask", "before the archive").returncode == 0
+    assert run_cli("ask", "before the archive").returncode == 0
     save = subprocess.Popen(
         [sys.executable, "-m", "seelen", "save"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while not any("finished conversation" in json.dumps(b) for b in env.chat_requests()):
-        assert time.monotonic() < deadline and save.poll() is None
-        time.sleep(0.02)
+
+    def summary_asked() -> bool:
+        assert save.poll() is None, save.communicate()
+        return any("finished conversation" in json.dumps(b) for b in env.chat_requests())
+
+    wait_until(summary_asked, 30, "the save never asked for the summary")
     questions = [f"during the archive {i}" for i in range(2)]
     results = _parallel([["ask", q] for q in questions])
     assert save.wait(60) == 0

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_seelen
+from helpers import run_cli
 
 from seelen.config import load_settings, setting_docs
 from seelen.errors import ConfigError
@@ -61,7 +61,7 @@ def test_bad_values_name_the_key(tmp_path: Path, key: str, value: str, expected:
 
 
 def test_bad_value_exits_2_with_one_line_and_no_traceback() -> None:
-    result = run_seelen("ask", "hello", env={"MAX_CONV_NUM": "abc"})
+    result = run_cli("ask", "hello", env={"MAX_CONV_NUM": "abc"})
     assert result.returncode == 2
     assert result.stderr.strip() == "seelen: MAX_CONV_NUM: expected a whole number, got 'abc'"
     assert "Traceback" not in result.stderr
@@ -70,7 +70,7 @@ def test_bad_value_exits_2_with_one_line_and_no_traceback() -> None:
 def test_unwritable_data_dir_exits_2(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a dir")
-    result = run_seelen(
+    result = run_cli(
         "ask",
         "hi",
         env={

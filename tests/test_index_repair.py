@@ -221,7 +221,7 @@ def test_drift_is_measured_and_repaired(indexed, tmp_path: Path) -> None:
 
 
 def test_ask_answers_on_a_damaged_index_and_repairs_it(env, data_dir: Path) -> None:
-    from helpers import open_store, run_seelen
+    from helpers import open_store, run_cli
 
     from seelen.models.embed import LOCAL_DIM, LOCAL_MODEL
 
@@ -237,7 +237,7 @@ def test_ask_answers_on_a_damaged_index_and_repairs_it(env, data_dir: Path) -> N
     store.close()
     no_manifests(profile / "lancedb")  # as a kill while a table is half created leaves it
     env.enqueue("Lisbon, yes.")
-    result = run_seelen("ask", "what about lisbon?")
+    result = run_cli("ask", "what about lisbon?")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "Lisbon, yes.\n"
     assert "recall used keywords only" in result.stderr

@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"seelen.knowledge"},
     {"seelen.tools", "seelen.memory"},
     {"seelen.models", "seelen.store", "seelen.vectors"},
-    {"seelen.owner.client", "seelen.owner.wire", "seelen.owner"},
+    {"seelen.owner.client", "seelen.owner.wire", "seelen.owner.procs", "seelen.owner"},
     {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen"},
 ]
 # Units of one layer that must not import each other: the bottom stores stay apart.

@@ -23,6 +23,7 @@ from seelen.models.local import (
     failure_reason,
     local_available,
 )
+from seelen.owner.procs import gone as process_gone
 
 MODEL = bundled_model_path()
 pytestmark = pytest.mark.skipif(
@@ -70,15 +71,6 @@ def refuses_connections(port: int) -> bool:
     except ConnectionRefusedError:
         return True
     return False
-
-
-def process_gone(pid: int) -> bool:
-    """True when pid no longer runs (a zombie awaiting its reaper counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def test_bundled_model_is_found() -> None:

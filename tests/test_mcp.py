@@ -484,15 +484,10 @@ def test_no_server_outlives_a_keyboard_interrupt() -> None:
         from seelen.tools.base import ToolRegistry
         from seelen.tools.mcp import McpManager
 
+        from seelen.owner.procs import children as child_processes
+
         def children():
-            found = []
-            for stat in Path("/proc").glob("[0-9]*/stat"):
-                try:
-                    if stat.read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid()):
-                        found.append(stat.parent.name)
-                except OSError:
-                    pass
-            return found
+            return sorted(child_processes(os.getpid()))
 
         async def main():
             server = {{"command": "python", "args": [{str(SERVERS / "tiny_server.py")!r}]}}

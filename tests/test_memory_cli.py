@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import open_store, run_seelen
+from helpers import open_store, run_cli
 from model_server import ModelServer, Reply
 from test_memory import scripted
 
@@ -18,43 +18,43 @@ def seed(env: ModelServer) -> None:
             "persona": "I am Seelen.",
         }
     )
-    result = run_seelen("chat", stdin="We went sailing to Hiddensee island\n/save\n")
+    result = run_cli("chat", stdin="We went sailing to Hiddensee island\n/save\n")
     assert result.returncode == 0, result.stderr
 
 
 def test_search_sessions_show_export_and_forget(env: ModelServer, data_dir: Path) -> None:
     seed(env)
-    found = run_seelen("memory", "search", "Hiddensee")
+    found = run_cli("memory", "search", "Hiddensee")
     assert found.returncode == 0, found.stderr
     assert "Hiddensee" in found.stdout and "summary" in found.stdout
     store = open_store(data_dir)
     archived = next(s for s in store.list_sessions() if s.status == "archived")
     sid = archived.session_id
 
-    listing = run_seelen("sessions", "list")
+    listing = run_cli("sessions", "list")
     assert sid[:12] in listing.stdout and "archived" in listing.stdout
-    shown = run_seelen("sessions", "show", sid[:8])
+    shown = run_cli("sessions", "show", sid[:8])
     assert "We went sailing to Hiddensee island" in shown.stdout
 
-    exported = run_seelen("export", "--format", "json")
+    exported = run_cli("export", "--format", "json")
     data = json.loads(exported.stdout)
     texts = [t["text"] for s in data["sessions"] for t in s["turns"]]
     assert "We went sailing to Hiddensee island" in texts
     assert data["profile"].strip() == "Likes sailing."
 
     turn_id = store.turns(sid)[0].text_id
-    forgot = run_seelen("memory", "forget", turn_id)
+    forgot = run_cli("memory", "forget", turn_id)
     assert forgot.returncode == 0, forgot.stderr
     assert store.get_turns([turn_id]) == {}
-    gone = run_seelen("memory", "search", "sailing Hiddensee", "--mode", "vector")
+    gone = run_cli("memory", "search", "sailing Hiddensee", "--mode", "vector")
     assert "We went sailing" not in gone.stdout
 
-    run_seelen("memory", "forget", "--session", sid)
+    run_cli("memory", "forget", "--session", sid)
     assert store.get_session(sid) is None
 
 
 def test_forget_with_an_unknown_id_is_a_clear_error(env: ModelServer) -> None:
-    result = run_seelen("memory", "forget", "deadbeef")
+    result = run_cli("memory", "forget", "deadbeef")
     assert result.returncode == 1
     assert result.stderr.strip() == (
         "seelen: no memory has the id 'deadbeef' (see `seelen memory search`)"
@@ -62,10 +62,10 @@ def test_forget_with_an_unknown_id_is_a_clear_error(env: ModelServer) -> None:
 
 
 def test_profile_edit_keeps_the_old_version(env: ModelServer, data_dir: Path) -> None:
-    run_seelen("persona", "show")  # first run copies the shipped default
-    edited = run_seelen("persona", "edit", env={"EDITOR": "sed -i s/Seelen/Seelchen/"})
+    run_cli("persona", "show")  # first run copies the shipped default
+    edited = run_cli("persona", "edit", env={"EDITOR": "sed -i s/Seelen/Seelchen/"})
     assert edited.returncode == 0, edited.stderr
-    shown = run_seelen("persona", "show").stdout
+    shown = run_cli("persona", "show").stdout
     assert "Seelchen" in shown
     history = list((data_dir / "default" / "history").glob("persona_memory.*.txt"))
     assert len(history) == 1 and "I am Seelen" in history[0].read_text()
@@ -73,29 +73,27 @@ def test_profile_edit_keeps_the_old_version(env: ModelServer, data_dir: Path) ->
 
 def test_doctor_reports_each_part(env: ModelServer, data_dir: Path) -> None:
     env.enqueue(Reply(text="ready"))
-    ok = run_seelen("doctor")
+    ok = run_cli("doctor")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "openai" in ok.stdout and "test-model" in ok.stdout
     assert "✓ model answers" in ok.stdout and "✓ memory store" in ok.stdout
     assert "✓ vector index" in ok.stdout and str(data_dir) in ok.stdout.replace("\n", "")
 
-    down = run_seelen(
-        "doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": "0"}
-    )
+    down = run_cli("doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": "0"})
     assert down.returncode == 1
     assert "✗ model answers" in down.stdout and "cannot reach" in down.stdout
 
 
 def test_a_spoiled_persona_can_be_restored(env: ModelServer, data_dir: Path) -> None:
-    run_seelen("persona", "edit", env={"EDITOR": "sed -i s/warm/cold/"})
-    run_seelen("persona", "edit", env={"EDITOR": "sed -i s/curious/bored/"})
-    listing = run_seelen("persona", "history")
+    run_cli("persona", "edit", env={"EDITOR": "sed -i s/warm/cold/"})
+    run_cli("persona", "edit", env={"EDITOR": "sed -i s/curious/bored/"})
+    listing = run_cli("persona", "history")
     assert listing.returncode == 0 and len(listing.stdout.strip().splitlines()) == 2
-    restored = run_seelen("persona", "restore", "2")  # the shipped original
+    restored = run_cli("persona", "restore", "2")  # the shipped original
     assert restored.returncode == 0, restored.stderr
-    text = run_seelen("persona", "show").stdout
+    text = run_cli("persona", "show").stdout
     assert "warm" in text and "curious" in text and "cold" not in text
-    assert run_seelen("persona", "restore", "9").returncode == 1
+    assert run_cli("persona", "restore", "9").returncode == 1
 
 
 def test_stored_text_is_shown_as_data_not_markup_or_terminal_commands(
@@ -108,7 +106,7 @@ def test_stored_text_is_shown_as_data_not_markup_or_terminal_commands(
     store.add_turn(sid, "user", pasted)
     store.close()
     for args in (("sessions", "show", sid[:8]), ("memory", "search", "--mode", "bm25", "pwned")):
-        result = run_seelen(*args)
+        result = run_cli(*args)
         assert result.returncode == 0, result.stderr
         out = " ".join(result.stdout.split())
         assert "[/x]" in out and "[bold]loud[/bold]" in out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from helpers import open_store, run_seelen
+from helpers import open_store, run_cli
 from typer.testing import CliRunner
 
 from seelen.api import Memory
@@ -112,13 +112,13 @@ def test_python_api_opens_imports_and_recalls(tmp_path: Path) -> None:
 
 def test_import_and_batch_search_as_a_user_runs_them(tmp_path: Path, data_dir: Path) -> None:
     source = export_file(tmp_path)
-    imported = run_seelen("import", "-", stdin=source.read_text("utf-8"))
+    imported = run_cli("import", "-", stdin=source.read_text("utf-8"))
     assert imported.returncode == 0, imported.stderr
-    searched = run_seelen("memory", "search", "--json", "--batch", stdin="peanut\nplum cake\n")
+    searched = run_cli("memory", "search", "--json", "--batch", stdin="peanut\nplum cake\n")
     assert searched.returncode == 0, searched.stderr
     first, second = (json.loads(line) for line in searched.stdout.splitlines())
     assert "peanut" in first["turns"][0]["text"] and second["turns"][0]["text"] == LONG
 
-    bad = run_seelen("import", "-", stdin="{" * 5)
+    bad = run_cli("import", "-", stdin="{" * 5)
     assert bad.returncode == 1
     assert bad.stderr.startswith("seelen: import: not JSON") and bad.stderr.count("\n") == 1

@@ -7,7 +7,7 @@ import asyncio
 import threading
 
 import pytest
-from helpers import open_store, run_seelen
+from helpers import open_store, run_cli
 from model_server import ModelServer, Reply
 from test_memory import jobs, open_app, role_of, say, scripted
 
@@ -17,25 +17,27 @@ from seelen.errors import ModelError
 from seelen.store import ARCHIVED
 
 
-async def test_an_ask_answers_before_it_finishes_an_earlier_archive(
-    env: ModelServer, data_dir
-) -> None:
+def test_an_ask_answers_before_it_finishes_an_earlier_archive(env: ModelServer, data_dir) -> None:
     def persona_refused(body: dict) -> Reply:
         if role_of(body) == "persona":
             return Reply(status=400, text="request too large")
         return Reply(text="ok")
 
+    async def half_archive() -> str:
+        app = await open_app()
+        await say(app, "I like green tea")
+        session_id = app.sessions.current.session_id
+        with pytest.raises(ModelError):
+            await app.sessions.archive()  # half done: retried at the next start
+        await app.aclose()
+        return session_id
+
     env.responder = persona_refused
-    app = await open_app()
-    await say(app, "I like green tea")
-    old = app.sessions.current.session_id
-    with pytest.raises(ModelError):
-        await app.sessions.archive()  # half done: retried at the next start
-    await app.aclose()
+    old = asyncio.run(half_archive())
     before = len(env.chat_requests())
 
     env.responder = scripted({"chat": "Try a sencha.", "persona": "I am Seelen."})
-    result = run_seelen("ask", "what should I drink?")
+    result = run_cli("ask", "what should I drink?")
     assert result.returncode == 0, result.stderr
     assert "Try a sencha." in result.stdout
     asked = jobs(env)[before:]

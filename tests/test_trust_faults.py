@@ -178,15 +178,10 @@ def test_invalid_utf8_in_dotenv_is_a_config_error(tmp_path: Path) -> None:
 
 def test_invalid_utf8_in_an_argument_is_one_clear_line(data_dir: Path) -> None:
     import os
-    import subprocess
-    import sys
 
-    result = subprocess.run(
-        [sys.executable, "-m", "seelen", "ask", os.fsdecode(b"caf\xe9")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    from helpers import run_cli
+
+    result = run_cli("ask", os.fsdecode(b"caf\xe9"))  # as Python decodes such a byte in argv
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "seelen: argument 2 is not valid UTF-8 text; check the terminal's encoding, "

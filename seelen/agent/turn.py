@@ -31,7 +31,7 @@ from seelen.agent.events import (
 )
 from seelen.errors import ModelError
 from seelen.memory.clock import Clock
-from seelen.memory.context import SHARES, PromptParts, build_messages, with_images
+from seelen.memory.context import SHARES, PromptParts, build_messages, one_line, with_images
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.prompts import DatedText
 from seelen.memory.sessions import Sessions
@@ -389,4 +389,4 @@ def outcome_preview(text: str, limit: int = 80) -> str:
             line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
     except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         pass
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return one_line(line, limit)

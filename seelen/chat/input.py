@@ -40,13 +40,13 @@ def prompt_session(
     settings: Settings, toolbar: Callable[[], str], pt_input: Any = None, pt_output: Any = None
 ) -> PromptSession[str]:
     """The chat's PromptSession, its history kept in the profile folder (created private)."""
-    from seelen.files import DIR_MODE, PRIVATE_UMASK
+    from seelen.files import PRIVATE_UMASK, private_dir
 
     directory = settings.profile_dir
     try:
         # The prompt may come before the profile is opened: its folder, private already.
         os.umask(PRIVATE_UMASK)
-        directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        private_dir(directory)
         history: Any = FileHistory(str(directory / "prompt_history"))
     except OSError:
         history = InMemoryHistory()

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
@@ -34,6 +33,7 @@ from seelen.agent.events import (
     TurnUsage,
 )
 from seelen.agent.turn import outcome_preview
+from seelen.memory.context import one_line
 
 if TYPE_CHECKING:
     from seelen.app import App
@@ -67,18 +67,6 @@ def shown(text: str) -> str:
 # --- memory as tables and lists --------------------------------------------------------
 
 
-def progress_bar(console: Console) -> Progress:
-    """A progress bar for long work (re-indexing, importing)."""
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
-
-
 def render_hits(console: Console, app: App, result: RecallResult) -> None:
     """A table of recalled turns in the order they were ranked (with the score they were
     ranked by), then the matching sessions' summaries, each with date and session."""
@@ -110,7 +98,7 @@ def render_hits(console: Console, app: App, result: RecallResult) -> None:
             when,
             item.session_id[:8],
             item.text_id[:12],
-            f"[bold]{label}[/bold]: {shown(short(item.text))}",
+            f"[bold]{label}[/bold]: {shown(one_line(item.text))}",
         )
     console.print(table)
     console.print(
@@ -125,7 +113,7 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
         console.print("[dim]Nothing was recalled yet in this chat.[/dim]")
         return
     console.print(
-        f"Recall for: [italic]{shown(short(result.query, 120))}[/italic] "
+        f"Recall for: [italic]{shown(one_line(result.query, 120))}[/italic] "
         f"({result.seconds * 1000:.0f} ms)"
     )
     if not result.summaries and not result.turns:
@@ -136,15 +124,9 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             f"- [bold]{item.kind}[/bold] {app.clock.fmt(item.start_ms)} "
             f"(session {item.session_id[:8]}), score {item.score:.4f} from {ranks}:"
         )
-        console.print(f"  [dim]{shown(short(item.text, 200))}[/dim]")
+        console.print(f"  [dim]{shown(one_line(item.text, 200))}[/dim]")
     if app.index is not None and app.index.error:
         console.print(f"[red]indexing problem:[/red] {shown(app.index.error)}")
-
-
-def short(text: str, limit: int = 160) -> str:
-    """One line of at most `limit` characters."""
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def render_sessions(console: Console, app: App, limit: int) -> None:
@@ -161,7 +143,7 @@ def render_sessions(console: Console, app: App, limit: int) -> None:
             app.clock.fmt(s.end_ms) if s.end_ms else "",
             s.status,
             str(s.conv_count),
-            shown(short(summary.text if summary else s.rolling_summary, 70)),
+            shown(one_line(summary.text if summary else s.rolling_summary, 70)),
         )
     console.print(table)
 
@@ -181,7 +163,7 @@ def render_session(console: Console, app: App, session: Session) -> None:
         if turn.role == "tool":
             console.print(
                 f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} tool "
-                f"{shown(turn.meta.get('name', ''))}: {shown(short(turn.text))}[/dim]"
+                f"{shown(turn.meta.get('name', ''))}: {shown(one_line(turn.text))}[/dim]"
             )
             continue
         console.print(

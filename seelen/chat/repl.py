@@ -42,9 +42,10 @@ def _shown(text: str) -> str:
 
 
 def _short(text: str, limit: int) -> str:
-    from seelen.chat.render import short
+    """`context.one_line`, loaded on first use."""
+    from seelen.memory.context import one_line
 
-    return short(text, limit)
+    return one_line(text, limit)
 
 
 class Repl:
@@ -175,10 +176,11 @@ class Repl:
 
     def _opened(self, task: asyncio.Task[None]) -> None:
         """A profile that cannot open ends the chat at once, with its one-line error."""
-        if task.cancelled() or task.exception() is None or self._session is None:
+        error = None if task.cancelled() else task.exception()
+        if error is None or self._session is None:
             return
         if self._session.app.is_running:
-            self._session.app.exit(exception=task.exception())
+            self._session.app.exit(exception=error)
 
     async def _end_opening(self) -> None:
         """Leaving while the profile opens: stop waiting for another process's lock, but let
@@ -306,6 +308,7 @@ class Repl:
 
     async def stream(self, events: AsyncIterator[Event]) -> None:
         """Render a turn; Ctrl-C stops the reply, keeps what was shown, and returns."""
+        assert self.printer is not None, "a turn streams once the profile is open"
         task = asyncio.ensure_future(self.printer.render(events))
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):

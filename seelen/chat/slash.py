@@ -138,7 +138,8 @@ async def _why(repl: Repl, arg: str) -> bool:
 
 @command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
 async def _tools(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import short, shown
+    from seelen.chat.render import shown
+    from seelen.memory.context import one_line
 
     app = repl.app
     if app.tools_note:
@@ -148,7 +149,7 @@ async def _tools(repl: Repl, arg: str) -> bool:
             first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
             repl.console.print(
                 f"  [bold]{shown(spec.name)}[/bold] [dim]({shown(spec.source)})"
-                f"[/dim] {shown(short(first, 80))}"
+                f"[/dim] {shown(one_line(first, 80))}"
             )
     if app.mcp is None:
         state = (
@@ -175,7 +176,7 @@ async def _files(repl: Repl, arg: str) -> bool:
 
 @command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
 async def _knowledge(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import short
+    from seelen.memory.context import one_line
 
     knowledge = repl.app.knowledge
     if knowledge is None:
@@ -193,7 +194,7 @@ async def _knowledge(repl: Repl, arg: str) -> bool:
         repl.console.print(
             Text.assemble((f"{passage.score:7.2f}  ", "dim"), (passage.label(), "bold"))
         )
-        repl.console.print(Text("         " + short(passage.text, 200), style="dim"))
+        repl.console.print(Text("         " + one_line(passage.text, 200), style="dim"))
     return True
 
 

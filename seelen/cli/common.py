@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine, Iterator
-from typing import Annotated, Any
+from collections.abc import Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seelen.config import Settings, load_settings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+Progress = Callable[[int, int], None]  # (done, total) of a long pass
 
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="chat model (CHAT_MODEL)")]
@@ -39,10 +44,24 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(coro)
 
 
-def stderr_console() -> Any:
+def stderr_console() -> Console:
+    """A console on stderr, so stdout stays clean for what a command prints."""
     from rich.console import Console
 
     return Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def progress_bar(console: Console, description: str, total: int) -> Iterator[Progress]:
+    """A bar on `console` for long work (indexing, re-indexing); yields the `(done, total)`
+    callback that moves it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import Progress as Bar
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Bar(*columns, TimeRemainingColumn(), console=console, transient=False) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 @contextlib.contextmanager

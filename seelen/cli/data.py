@@ -18,7 +18,10 @@ from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, import_export
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from seelen.app import App
+    from seelen.memory.indexer import Indexer
 
 
 def read_source(source: str, stdin: IO[str] | None = None) -> str:
@@ -33,7 +36,7 @@ def read_source(source: str, stdin: IO[str] | None = None) -> str:
         raise SeelenError(f"import: cannot read {source} ({exc.strerror or exc})") from None
 
 
-def import_into(app: Any, text: str, console: Any) -> ImportReport:
+def import_into(app: App, text: str, console: Console) -> ImportReport:
     """Import an export into the app's profile, then index the new texts with a progress bar."""
     report = import_export(app.store, app.files, app.clock, text)
     app.follow_language()
@@ -42,14 +45,12 @@ def import_into(app: Any, text: str, console: Any) -> ImportReport:
     return report
 
 
-def index_with_progress(index: Any, console: Any) -> int:
+def index_with_progress(index: Indexer, console: Console) -> int:
     """Embed every pending text now, showing a progress bar on `console`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from seelen.cli.common import progress_bar
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("indexing", total=index.pending())
-        return index.index_all(lambda done, total: bar.update(task, completed=done, total=total))
+    with progress_bar(console, "indexing", index.pending()) as progress:
+        return index.index_all(progress)
 
 
 def describe(report: ImportReport) -> str:

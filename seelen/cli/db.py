@@ -5,15 +5,13 @@ Each command prints plain lines; `check` exits 1 when anything is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memory.")
+from seelen.cli.common import DataOpt, ProfileOpt
 
-ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
-DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
+db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memory.")
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Any:
@@ -27,17 +25,6 @@ def _memory(profile: str | None, data_dir: str | None, writer: str | None = None
     from seelen.cli.common import memory_only
 
     return memory_only(_settings(profile, data_dir), writer)
-
-
-def _progress() -> Callable[[int, int], None]:
-    step = {"next": 0}
-
-    def show(done: int, total: int) -> None:
-        if done >= step["next"] or done == total:  # a line per ~10%, not per batch
-            typer.echo(f"  indexed {done}/{total}", err=True)
-            step["next"] = done + max(total // 10, 1)
-
-    return show
 
 
 @db_app.command("check")
@@ -60,10 +47,14 @@ def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @db_app.command("repair")
 def repair(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Fix what `check` finds: re-index missing vectors, drop orphans, rebuild a damaged index."""
+    from seelen.cli.common import progress_bar, stderr_console
     from seelen.memory.maintenance import repair as run_repair
 
-    with _memory(profile, data_dir, "db repair") as app:
-        lines = run_repair(app, _progress())
+    with (
+        _memory(profile, data_dir, "db repair") as app,
+        progress_bar(stderr_console(), "repairing", app.store.count_unindexed()) as progress,
+    ):
+        lines = run_repair(app, progress)
     for line in lines or ["nothing to repair"]:
         typer.echo(line)
     if any(line.startswith("still wrong") for line in lines):

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from seelen.cli.common import DataOpt, ProfileOpt
+
 if TYPE_CHECKING:
     from seelen.config import Settings
 
 knowledge_app = typer.Typer(help="Note folders Seelen reads by itself (knowledge folders).")
 
 PathArg = Annotated[str, typer.Argument(help="a folder of notes")]
-ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
-DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:
@@ -75,6 +75,7 @@ def search(
 ) -> None:
     """Bring the index up to date, then print the passages that best match QUERY."""
     from seelen.knowledge.folders import open_knowledge
+    from seelen.memory.context import one_line
 
     settings = _settings(profile, data_dir)
     knowledge = open_knowledge(settings)
@@ -85,6 +86,6 @@ def search(
         knowledge.catch_up()
         for passage in knowledge.search(query, tokens):
             print(f"{passage.score:7.2f}  {passage.label()}")
-            print("         " + " ".join(passage.text.split())[:200])
+            print("         " + one_line(passage.text, 200))
     finally:
         knowledge.close()

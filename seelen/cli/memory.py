@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +25,11 @@ from seelen.cli.common import (
     stderr_console,
 )
 from seelen.errors import SeelenError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from seelen.app import App
 
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
@@ -144,15 +149,12 @@ def memory_forget(
 @memory_app.command("reindex")
 def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Embed every stored text again (after changing EMBEDDING_MODEL, or to repair)."""
-    from seelen.chat.render import progress_bar
+    from seelen.cli.common import progress_bar
     from seelen.runtime import reindex_all
 
     def body(application: Any, console: Any) -> None:
-        with progress_bar(console) as bar:
-            task = bar.add_task("re-indexing", total=application.index.pending())
-            n = reindex_all(
-                application, lambda done, total: bar.update(task, completed=done, total=total)
-            )
+        with progress_bar(console, "re-indexing", application.index.pending()) as progress:
+            n = reindex_all(application, progress)
         console.print(f"Re-indexed {n} texts.")
 
     _memory_command(profile, data_dir, body, write="memory reindex")
@@ -268,7 +270,7 @@ def export(
     _memory_command(profile, data_dir, body)
 
 
-def edit_file(app: Any, name: str, console: Any) -> bool:
+def edit_file(app: App, name: str, console: Console) -> bool:
     """Open a memory file in $EDITOR on a copy; save it (with history) if it changed."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     before = app.files.read(name)

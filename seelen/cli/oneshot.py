@@ -15,8 +15,9 @@ async def answer_once(app: App, text: str, printer: AnswerPrinter, *, ephemeral:
     from rich.console import Console
 
     err = Console(stderr=True, highlight=False)
-    if app.start_mcp(lambda line: err.print(line, style="yellow", markup=False)) is not None:
-        await app.mcp.wait_handshakes()
+    manager = app.start_mcp(lambda line: err.print(line, style="yellow", markup=False))
+    if manager is not None:
+        await manager.wait_handshakes()
     sid = None if ephemeral else app.sessions.current.session_id
     final: wire.Done | wire.Failed = wire.Failed(message="no answer")
     async for message in events_to_wire(app.bot.turn(text, ephemeral=ephemeral), lambda: sid):

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from seelen.files import private_dir
 from seelen.knowledge.files import NoteFile
 from seelen.knowledge.text import chunks, term_text
 
@@ -53,8 +54,7 @@ class NoteIndex:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.chmod(path.parent, 0o700)
+        private_dir(path.parent)
         try:
             self._write = self._open(path)
         except sqlite3.DatabaseError:  # damaged: it holds only derived data, so start afresh
@@ -175,7 +175,8 @@ class NoteIndex:
     def chunk_count(self) -> int:
         """How many chunks are indexed (the N of inverse document frequency)."""
         with self._rlock:
-            return self._read.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            count: int = self._read.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return count
 
     def doc_freq(self, term: str) -> int:
         """In how many chunks `term` occurs (0: not in the folder's vocabulary)."""

@@ -44,6 +44,12 @@ def clip(text: str, tokens: int) -> str:
     return text[: _fitting_length(text, tokens)].rstrip() + " …"
 
 
+def one_line(text: str, limit: int = 160) -> str:
+    """`text` folded onto one line of at most `limit` characters, marking a cut with "…"."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _fitting_length(text: str, tokens: int, *, from_end: bool = False) -> int:
     """How many characters of `text` (from its start, or its end) fit in `tokens`."""
     # Every character costs at least a quarter token, so no more than 4 * tokens + 4 fit:

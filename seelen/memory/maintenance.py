@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seelen.errors import SeelenError, StoreError
+from seelen.files import atomic_write, close_up, private_dir
 from seelen.memory.indexer import KINDS, measure
 from seelen.memory.persona import PERSONA, PROFILE
 
@@ -185,8 +186,7 @@ def backups(profile_dir: Path) -> list[Path]:
 def backup(profile_dir: Path, keep: int, *, label: str = "", protect: Path | None = None) -> Path:
     """A consistent copy of the profile under `backups/`, made while Seelen may run (SQLite's
     backup API; the index and files copied); only the newest `keep` are kept."""
-    folder = profile_dir / BACKUPS_DIR
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder = private_dir(profile_dir / BACKUPS_DIR)
     name = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + (f"-{label}" if label else "")
     base, n = name, 1
     while (folder / name).exists():  # two backups in one second
@@ -194,10 +194,10 @@ def backup(profile_dir: Path, keep: int, *, label: str = "", protect: Path | Non
         name = f"{base}.{n}"
     partial = folder / f".{name}.partial"  # never listed: a crash leaves no half backup
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(mode=0o700)
+    private_dir(partial)
     try:
         _copy_profile(profile_dir, partial, salvage=bool(label))
-        _private(partial)
+        close_up(partial)
         partial.rename(folder / name)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
@@ -239,16 +239,6 @@ def _copy_database(source: Path, target: Path) -> None:
         src.backup(dst)
 
 
-def _private(folder: Path) -> None:
-    """Folders 0700 and files 0600, whatever the umask."""
-    folder.chmod(0o700)
-    for root, dirs, files in os.walk(folder):
-        for d in dirs:
-            (Path(root) / d).chmod(0o700)
-        for f in files:
-            (Path(root) / f).chmod(0o600)
-
-
 def find_backup(profile_dir: Path, which: str | None) -> Path:
     """A backup by number (1 = newest), by name or unique name prefix; newest if None."""
     found = backups(profile_dir)
@@ -282,8 +272,6 @@ def restore(profile_dir: Path, which: str | None, keep: int) -> tuple[Path, Path
     os.replace(incoming, live)
     for name in FILES:
         if (source / name).is_file():
-            from seelen.files import atomic_write
-
             atomic_write(profile_dir / name, (source / name).read_text(encoding="utf-8"))
     for name in FOLDERS:
         _replace_folder(source / name, profile_dir / name)
@@ -296,7 +284,7 @@ def _replace_folder(source: Path, live: Path) -> None:
     shutil.rmtree(incoming, ignore_errors=True)
     if source.is_dir():
         shutil.copytree(source, incoming)
-        _private(incoming)
+        close_up(incoming)
     outgoing = live.with_name(live.name + ".replaced")
     shutil.rmtree(outgoing, ignore_errors=True)
     if live.exists():

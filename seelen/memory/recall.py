@@ -17,7 +17,7 @@ step with SQLite and repairs it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -85,7 +85,7 @@ class RecallResult:
 
 
 def fuse(
-    ranked: dict[str, Sequence[str]], k: int = RRF_K, weights: dict[str, float] | None = None
+    ranked: Mapping[str, Sequence[str]], k: int = RRF_K, weights: dict[str, float] | None = None
 ) -> Fused:
     """Reciprocal-rank fusion: score = Σ weight / (k + rank); best first, with each id's ranks."""
     scores: dict[str, float] = {}

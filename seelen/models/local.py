@@ -326,7 +326,8 @@ def _get_json(url: str, api_key: str, timeout: float = 2.0) -> dict[str, Any]:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
     with opener.open(request, timeout=timeout) as response:
-        return json.loads(response.read())
+        data: dict[str, Any] = json.loads(response.read())
+    return data
 
 
 # ---- the child process ------------------------------------------------------------------

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.config import Settings
 from seelen.errors import ConfigError
-from seelen.logs import private_dir
+from seelen.files import private_dir
+
+if TYPE_CHECKING:
+    from seelen.models.local import LocalServer
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
@@ -24,7 +27,7 @@ class Provider:
     api_key: str
     chat_model: str
     tool_model: str
-    server: Any = None  # the LocalServer, when kind == "local"
+    server: LocalServer | None = None  # when kind == "local"
 
 
 def choose_provider(settings: Settings) -> Provider:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seelen.owner import wire
+from seelen.owner.procs import gone
 
 if TYPE_CHECKING:
     from seelen.config import Settings
@@ -116,22 +117,25 @@ def _owner_env(settings: Settings) -> dict[str, str]:
 def start_owner(settings: Settings) -> socket.socket | None:
     """Start the owner in the background and connect to it; None if it could not start
     (`_Busy` when another process holds the profile)."""
+    from seelen.files import private_dir  # only here: a question that finds its owner skips it
+
     directory = settings.profile_dir
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(directory)
         return _spawn(settings, directory)
     except OSError:
         return None  # the in-process path reports what is wrong with the folder
 
 
 def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
+    from seelen.files import private_dir
+
     path = wire.socket_path(settings)
     with _spawn_lock(directory):
         sock = _connect(path)
         if sock is not None:  # another client started it meanwhile
             return sock
-        logs = directory / "logs"
-        logs.mkdir(exist_ok=True, mode=0o700)
+        logs = private_dir(directory / "logs")
         log_fd = os.open(logs / "owner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             process = subprocess.Popen(
@@ -162,16 +166,6 @@ def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process: it exists
-    return True
-
-
 def connect(
     settings: Settings,
     *,
@@ -191,7 +185,7 @@ def connect(
             return sock
         holder = wire.lock_holder(settings.profile_dir)
         pid = holder.get("pid")
-        if not isinstance(pid, int) or pid == os.getpid() or not _alive(pid):
+        if not isinstance(pid, int) or pid == os.getpid() or gone(pid):
             with contextlib.suppress(_Busy):  # taken meanwhile: wait for the new holder
                 return start_owner(settings)
             holder = wire.lock_holder(settings.profile_dir)
@@ -212,22 +206,10 @@ def stop_owner(settings: Settings) -> bool:
         return False
     deadline = time.monotonic() + STOP_SECONDS
     while time.monotonic() < deadline:  # gone means the profile's lock is free again
-        if _gone(status.pid):
+        if gone(status.pid):
             return True
         time.sleep(POLL_SECONDS)
     return True
-
-
-def _gone(pid: int) -> bool:
-    """True once process `pid` has ended (a zombie waiting for its parent has ended too)."""
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return True
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def owner_status(settings: Settings) -> wire.StatusReply | None:

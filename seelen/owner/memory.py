@@ -225,7 +225,7 @@ def _within(
     items: list[dict[str, Any]], start: datetime | None, end: datetime | None
 ) -> list[dict[str, Any]]:
     """The items whose time (a summary: its span) meets [start, end]; ranks renumbered."""
-    kept = []
+    kept: list[dict[str, Any]] = []
     for item in items:
         first = datetime.fromisoformat(item["time"])
         last = datetime.fromisoformat(item.get("end", item["time"]))

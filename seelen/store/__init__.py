@@ -117,7 +117,8 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports):
 
     def quick_check(self) -> str:
         """SQLite's own consistency check: 'ok' when the file is healthy."""
-        return self._query("PRAGMA quick_check")[0][0]
+        verdict: str = self._query("PRAGMA quick_check")[0][0]
+        return verdict
 
     def applied_migrations(self) -> list[str]:
         """Names of the migrations applied to this database, in order."""

@@ -70,7 +70,8 @@ class Lookups:
 
     def count_turns(self) -> int:
         """How many turns are stored in all sessions."""
-        return self._query("SELECT count(*) FROM conversation")[0][0]
+        count: int = self._query("SELECT count(*) FROM conversation")[0][0]
+        return count
 
 
 class TextSearch:
@@ -147,7 +148,8 @@ class IndexBookkeeping:
             "SELECT (SELECT count(*) FROM conversation WHERE indexed = 0) + "
             "(SELECT count(*) FROM summary WHERE indexed = 0)"
         )
-        return rows[0][0]
+        count: int = rows[0][0]
+        return count
 
     def mark_indexed(self, text_ids: Iterable[str], indexed: bool = True) -> None:
         """Record that these texts are (or are no longer) in the vector index."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import overload
 
 
 def m001_initial() -> str:
@@ -243,6 +244,10 @@ _CJK_RUN = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
 MAX_QUERY_WORDS = 12
 
 
+@overload
+def index_text(text: str) -> str: ...
+@overload
+def index_text(text: None) -> None: ...
 def index_text(text: str | None) -> str | None:
     """The text as the word index sees it: each CJK character set apart as its own word."""
     return _CJK_CHAR.sub(r" \g<0> ", text) if text else text
@@ -258,7 +263,7 @@ def _cjk_terms(run: str) -> list[str]:
 
 def _terms(text: str) -> list[str]:
     """The query's terms in order: lowercased words, and CJK character pairs."""
-    terms = []
+    terms: list[str] = []
     for word in _WORD.findall(text):
         for run in _CJK_RUN.findall(word):
             terms += _cjk_terms(run) if _CJK_CHAR.match(run) else [run.lower()]

@@ -59,7 +59,9 @@ class ToolSpec:
 class Tool(Protocol):
     """Anything the model can call: a spec and one async method returning text."""
 
-    spec: ToolSpec
+    # Read-only: a frozen dataclass or a property satisfies it.
+    @property
+    def spec(self) -> ToolSpec: ...
 
     async def call(self, arguments: dict[str, Any]) -> str:
         """Run the tool; raise (preferably `ToolError`) on failure."""

@@ -114,7 +114,7 @@ def _arguments(func: Callable[..., Any]) -> tuple[Any, dict[str, Any]]:
         else:
             fields[param.name] = NotRequired[hint]
             defaults[param.name] = param.default
-    shape = TypedDict(f"{func.__name__}_arguments", fields)  # type: ignore[operator]
+    shape = TypedDict(f"{func.__name__}_arguments", fields)  # type: ignore[misc]  # built at run time
     shape.__pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[attr-defined]
     try:
         adapter = TypeAdapter(shape)
@@ -275,10 +275,12 @@ def memory_search_tool(search_fn: SearchFn) -> LocalTool:
     ) -> str:
         """Search the user's own long-term memory (past conversations and summaries)."""
         limit = max(1, min(limit, 20))
+        result: str | Awaitable[str]
         if inspect.iscoroutinefunction(search_fn):
-            return await search_fn(query, limit)
-        result = await asyncio.to_thread(search_fn, query, limit)
-        return await result if inspect.isawaitable(result) else result
+            result = search_fn(query, limit)
+        else:
+            result = await asyncio.to_thread(search_fn, query, limit)
+        return result if isinstance(result, str) else await result
 
     return memory_search
 

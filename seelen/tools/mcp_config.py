@@ -191,7 +191,9 @@ def _transport(raw: Mapping[str, Any]) -> str | None:
     return TRANSPORTS[value]
 
 
-def _parse_stdio(raw: Mapping[str, Any], environ: Mapping[str, str], base: Path | None):
+def _parse_stdio(
+    raw: Mapping[str, Any], environ: Mapping[str, str], base: Path | None
+) -> StdioServer:
     command = expand_vars(_string(raw, "command"), environ, "command")
     if not command:
         raise ConfigError("field 'command' is empty")

@@ -17,9 +17,12 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.logs import base64_size
+
+if TYPE_CHECKING:  # the SDK's types only: importing them at run time costs start-up
+    from mcp.types import CallToolResult, ContentBlock, Tool
 
 MAX_NAME = 64
 INVALID_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -91,14 +94,14 @@ def exposed_names(server: str, tools: list[str], taken: Collection[str] = ()) ->
     return names
 
 
-def needs_tasks(tool: Any) -> bool:
+def needs_tasks(tool: Tool) -> bool:
     """Whether a listed tool can only run as a task (`taskSupport: "required"`), which Seelen
     does not do: such a tool is not offered to the model."""
     execution = getattr(tool, "execution", None)
     return getattr(execution, "task_support", None) == "required"
 
 
-def render_result(result: Any) -> ToolText:
+def render_result(result: CallToolResult) -> ToolText:
     """The text of an MCP tool result (text blocks joined, other content described), with
     its images as content parts."""
     images: list[dict[str, Any]] = []
@@ -122,23 +125,23 @@ def render_resource(contents: Iterable[Any]) -> ToolText:
     return ToolText.of("\n".join(parts), images)
 
 
-def _render_block(block: Any, images: list[dict[str, Any]]) -> str:
-    kind = getattr(block, "type", "")
-    if kind == "text":
+def _render_block(block: ContentBlock, images: list[dict[str, Any]]) -> str:
+    if block.type == "text":
         return block.text
-    if kind == "image":
+    if block.type == "image":
         return _binary("", block.mime_type, block.data or "", images)
-    if kind == "audio":
+    if block.type == "audio":
         return f"[audio: {block.mime_type}, {base64_size(block.data or ''):,} bytes]"
-    if kind == "resource_link":
+    if block.type == "resource_link":
         return f"[resource link: {block.name} <{block.uri}>]"
-    if kind == "resource":
+    if block.type == "resource":
         resource = block.resource
-        text = getattr(resource, "text", None)
+        text: str | None = getattr(resource, "text", None)
         if text is not None:
             return text
         mime = getattr(resource, "mime_type", None) or "application/octet-stream"
         return _binary(str(resource.uri), mime, getattr(resource, "blob", "") or "", images)
+    kind = getattr(block, "type", "")  # a kind of content newer than the SDK's types
     return f"[{kind or type(block).__name__} content]"
 
 

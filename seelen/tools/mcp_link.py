@@ -31,7 +31,7 @@ State = Literal["idle", "connecting", "ready", "failed", "disabled"]
 class Owner(Protocol):
     """What a tool needs from the manager that connected its server."""
 
-    call_timeout: float | None
+    call_timeout: float
     on_progress: Callable[[ToolProgress], None] | None
 
     def _lost(self, server: ServerLink, exc: BaseException) -> None:

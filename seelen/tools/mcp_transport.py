@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from seelen.errors import ToolError
-from seelen.logs import file_logger, private_dir
+from seelen.files import private_dir
+from seelen.logs import file_logger
 from seelen.tools.mcp_config import RemoteServer, StdioServer
 from seelen.tools.mcp_content import INVALID_NAME_CHARS, LOG_LEVELS, NOTE_FORMAT
 from seelen.tools.mcp_link import ServerLink
@@ -94,9 +95,14 @@ class ClientMaker:
             if response.status_code >= 400:
                 server.http_error = f"HTTP {response.status_code} {response.reason_phrase}"
 
-        def http_client(**kwargs: Any) -> Any:
-            kwargs.setdefault("timeout", httpx2.Timeout(30.0, read=300.0))
-            client = httpx2.AsyncClient(**kwargs)
+        def http_client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+            **kwargs: Any,  # Any: fastmcp passes httpx options beyond its protocol's three
+        ) -> httpx2.AsyncClient:
+            timeout = timeout or httpx2.Timeout(30.0, read=300.0)
+            client = httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, **kwargs)
             client.event_hooks["response"].append(remember_error)
             return client
 

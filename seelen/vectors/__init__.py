@@ -28,7 +28,8 @@ index folders aside and swapping rebuilt ones in), `index` (`VectorIndex`, which
 """
 
 from seelen.vectors.filters import session_filter, sql_in, sql_string
-from seelen.vectors.index import META_FILE, VectorIndex
+from seelen.vectors.index import VectorIndex
+from seelen.vectors.meta import META_FILE
 from seelen.vectors.records import KINDS, VectorHit, VectorRow
 
 __all__ = [

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from seelen.errors import StoreError
+from seelen.files import private_dir
 from seelen.vectors.records import VectorHit, VectorRow
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def connect(path: Path) -> Any:
         import lancedb
     except ImportError:
         raise StoreError("the 'lancedb' package is missing: reinstall Seelen") from None
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path)
     return lancedb.connect(path)
 
 
@@ -70,7 +71,8 @@ def defer_rest_client() -> None:
         if REST_CLIENT in sys.modules:
             return
         spec = importlib.util.find_spec(REST_CLIENT)
-        if spec is None or spec.loader is None or not spec.submodule_search_locations:
+        loader = spec.loader if spec is not None else None
+        if spec is None or loader is None or not spec.submodule_search_locations:
             return  # not installed, or not a package any more: nothing to defer
         module = importlib.util.module_from_spec(spec)
 
@@ -80,7 +82,7 @@ def defer_rest_client() -> None:
             with _rest_lock:
                 if "__getattr__" in module.__dict__:
                     del module.__dict__["__getattr__"]
-                    spec.loader.exec_module(module)
+                    loader.exec_module(module)
             return getattr(module, name)
 
         module.__dict__["__getattr__"] = load_on_first_use
