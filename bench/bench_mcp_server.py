@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx2
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -32,6 +34,8 @@ from model_server import ModelServer, Reply  # noqa: E402
 from seelen.owner.procs import children, cpu_seconds  # noqa: E402
 
 SEELEN = str(Path(sys.executable).with_name("seelen"))
+# An SSE read may wait for a fresh owner to open the profile (httpx waits 5 s by default).
+LONG = httpx2.Timeout(30, read=120)
 
 
 def fill_profile(stored: int) -> list[str]:
@@ -89,7 +93,6 @@ async def stdio_run(questions: list[str], starts: int, searches: int) -> None:
 
 
 async def http_run(questions: list[str], searches: int) -> None:
-    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -110,7 +113,7 @@ async def http_run(questions: list[str], searches: int) -> None:
                 await asyncio.sleep(0.05)
         round_trips = []
         async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=LONG) as http,
             streamable_http_client(url, http_client=http) as (read, write),
             ClientSession(read, write) as session,
         ):

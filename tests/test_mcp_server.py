@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from helpers import open_store, run_seelen, wait_gone
+from helpers import open_store, run_cli, run_seelen, wait_gone
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
@@ -32,7 +32,9 @@ from seelen.config import load_settings
 from seelen.owner import wire
 from seelen.owner.client import owner_status, request
 
-SEELEN = str(Path(sys.executable).with_name("seelen"))  # the installed command
+SEELEN = str(Path(sys.executable).with_name("seelen"))
+# An SSE read may wait for a fresh owner to open the profile (httpx waits 5 s by default).
+LONG = httpx2.Timeout(30, read=120)  # the installed command
 
 
 def _echo(body: dict) -> Reply:
@@ -79,8 +81,10 @@ async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
     return content.text
 
 
-def _search_json(query: str) -> dict[str, Any]:
-    out = run_seelen("memory", "search", "--json", query)
+async def _search_json(query: str) -> dict[str, Any]:
+    """`seelen memory search --json QUERY`, run in this process (in a thread: it has its
+    own event loop)."""
+    out = await asyncio.to_thread(run_cli, "memory", "search", "--json", query)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -102,7 +106,7 @@ async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory
         first = found["turns"][0]
         assert first["text_id"] == kept["text_id"] and first["session_id"] == kept["session_id"]
         # The same ranking, ids and dates as `seelen memory search --json`.
-        cli = _search_json("peanut allergy")["turns"][0]
+        cli = (await _search_json("peanut allergy"))["turns"][0]
         assert {k: first[k] for k in ("text_id", "session_id", "time", "role", "text")} == {
             k: cli[k] for k in ("text_id", "session_id", "time", "role", "text")
         }
@@ -118,18 +122,7 @@ async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory
         assert resource.contents[0].text == profile["persona"]
         prompt = await session.get_prompt("seelen_memory")
         assert "search_memory" in prompt.messages[0].content.text
-        assert (await call(session, "forget", text_id=kept["text_id"]))["forgotten"] == 1
-        assert "peanuts" not in json.dumps(_search_json("peanut allergy"))
-    # The chat's session holds only the chat's turns: the remembered text had its own.
-    store = open_store(data_dir)
-    live = [t.text for t in store.turns(store.active_session().session_id)]
-    assert live == ["My sister Lena lives in Porto.", "answer to My sister Lena lives in Porto."]
-
-
-async def test_bad_input_is_one_sentence_and_the_session_goes_on(
-    mcp_env: ModelServer, data_dir: Path
-) -> None:
-    async with stdio_session() as session:
+        # Bad input: one sentence each, and the session goes on.
         assert "query" in await error(session, "search_memory", query="   ")
         assert "limit" in await error(session, "search_memory", query="x", limit="ten")
         assert "limit" in await error(session, "search_memory", query="x", limit=10_000)
@@ -139,14 +132,33 @@ async def test_bad_input_is_one_sentence_and_the_session_goes_on(
         assert "no memory" in await error(session, "forget", text_id="ffffffffffff")
         assert "4 characters" in await error(session, "forget", text_id="ab")
         assert "text" in await error(session, "remember", text=["not", "a", "string"])
-        found = await call(session, "search_memory", query="anything at all")
-        assert found["turns"] == []
-    async with stdio_session("--profile", "nosuchprofile") as session:
-        message = await error(session, "search_memory", query="x")
-        assert "no profile 'nosuchprofile'" in message and "default" in message
+        assert (await call(session, "forget", text_id=kept["text_id"]))["forgotten"] == 1
+        assert "peanuts" not in json.dumps(await _search_json("peanut allergy"))
+    # The chat's session holds only the chat's turns: the remembered text had its own.
+    store = open_store(data_dir)
+    live = [t.text for t in store.turns(store.active_session().session_id)]
+    assert live == ["My sister Lena lives in Porto.", "answer to My sister Lena lives in Porto."]
+
+
+async def test_a_profile_that_does_not_exist_is_one_sentence_and_nothing_is_made(
+    mcp_env: ModelServer, data_dir: Path
+) -> None:
+    from mcp import Client
+
+    from seelen.mcp_server.server import build_server
+
+    (data_dir / "default").mkdir(parents=True)
+    (data_dir / "default" / "chat_sessions.db").touch()
+    server = build_server(load_settings({"SEELEN_PROFILE": "nosuchprofile"}))
+    async with Client(server) as client:  # in process: no transport is under test here
+        result = await client.call_tool("search_memory", {"query": "x"})
+        assert result.is_error
+        assert "no profile 'nosuchprofile'" in result.content[0].text
+        assert "(profiles: default)" in result.content[0].text
     assert not (data_dir / "nosuchprofile").exists()
-    token = run_seelen("mcp", "token", "--profile", "nosuchprofile")
+    token = await asyncio.to_thread(run_cli, "mcp", "token", "--profile", "nosuchprofile")
     assert token.returncode == 1 and token.stderr.count("\n") == 1
+    assert not (data_dir / "nosuchprofile").exists()
 
 
 def _free_port() -> int:
@@ -158,7 +170,6 @@ def _free_port() -> int:
 @pytest.fixture
 def http_server(mcp_env: ModelServer, data_dir: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     """`seelen mcp --http` on a free port; yields its URL and process."""
-    assert run_seelen("ask", "hello").returncode == 0  # the profile exists
     port = _free_port()
     process = subprocess.Popen(
         [SEELEN, "mcp", "--http", "--port", str(port)],
@@ -188,7 +199,7 @@ async def test_http_needs_the_bearer_token_and_serves_the_sdk_client(
     url, process = http_server
     token_file = data_dir / "default" / "mcp_token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-    token = run_seelen("mcp", "token").stdout.strip()
+    token = (await asyncio.to_thread(run_cli, "mcp", "token")).stdout.strip()
     assert token == token_file.read_text().strip() and len(token) >= 32
     remember = {
         "jsonrpc": "2.0",
@@ -202,7 +213,7 @@ async def test_http_needs_the_bearer_token_and_serves_the_sdk_client(
         assert refused.status_code == 401
         assert "Bearer" in refused.headers["www-authenticate"]
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=LONG) as http,
         streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
@@ -214,7 +225,7 @@ async def test_http_needs_the_bearer_token_and_serves_the_sdk_client(
     store = open_store(data_dir)
     texts = [t.text for s in store.list_sessions() for t in store.turns(s.session_id)]
     assert "intruder was here" not in texts
-    rotated = run_seelen("mcp", "token", "--rotate").stdout.strip()
+    rotated = (await asyncio.to_thread(run_cli, "mcp", "token", "--rotate")).stdout.strip()
     assert rotated != token
     old = httpx2.post(url, json=remember, headers={**headers, "Authorization": f"Bearer {token}"})
     assert old.status_code == 401
