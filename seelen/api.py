@@ -9,38 +9,66 @@
 
 It is the same pipeline as `seelen import` and `seelen memory search --json`: no model is
 started, and each recall returns the object that command prints for one query.
+
+Opened as the profile's writer (the default), a Memory holds the profile's lock until it
+is closed, as a chat does; `read_only=True` opens it as a reader, beside a running chat.
 """
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from pathlib import Path
 from typing import Any
 
-from seelen.app import App, build_app
 from seelen.config import load_settings
+from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, export_data, import_export
+from seelen.runtime import Runtime, unindexed_note
 
 
 class Memory:
     """One profile's memory, loaded once; close it (or use `with`) when done."""
 
-    def __init__(self, app: App) -> None:
-        self._app = app
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._app = runtime.app
         self._ranking: Ranking | None = None
+        self._told = False  # a reader says once what it finds by words only
 
     @classmethod
-    def open(cls, data_dir: str | Path, profile: str = "default", **settings: Any) -> Memory:
-        """Open (creating if needed) `profile` under `data_dir`; extra settings by env name,
-        e.g. `RECALL_CONV_NUM=10`, override the environment and `.env`."""
+    def open(
+        cls,
+        data_dir: str | Path,
+        profile: str = "default",
+        *,
+        read_only: bool = False,
+        wait: bool = False,
+        **settings: str,
+    ) -> Memory:
+        """Open `profile` under `data_dir`; extra settings by env name, e.g.
+        `RECALL_CONV_NUM="10"`, override the environment and `.env`.
+
+        As the profile's writer (created if needed; a warm background Seelen steps aside):
+        when a chat holds the profile this raises `ProfileBusy`, or waits with `wait=True`.
+        `read_only=True`: recall and export only, no lock, nothing written or created; texts
+        the writer has not indexed yet are found by their words only (said once, as a
+        warning).
+        """
         overrides = {"SEELEN_DATA_DIR": str(data_dir), "SEELEN_PROFILE": profile, **settings}
-        return cls(build_app(load_settings(overrides), with_model=False))
+        config = load_settings(overrides)
+        if read_only:
+            return cls(Runtime.open_reader(config))
+        return cls(Runtime.open_memory(config, role="python api", wait=wait))
 
     def import_json(self, text: str) -> ImportReport:
         """Import a `seelen export --format json` text and index what it added."""
+        if self._runtime.lock is None:
+            raise SeelenError("this Memory was opened read_only: importing writes")
         report = import_export(self._app.store, self._app.files, self._app.clock, text)
         self._app.follow_language()
-        self._index()
+        self._app.index_pending()
         return report
 
     def export(self) -> dict[str, Any]:
@@ -54,18 +82,17 @@ class Memory:
             self._ranking = Ranking(
                 self._app.recall, self._app.clock, self._app.settings.context_tokens
             )
-        self._index()
+        if self._runtime.lock is not None:
+            self._app.index_pending()  # the newest texts are found by meaning too
+        elif not self._told:
+            self._told = True
+            if note := unindexed_note(self._app):
+                warnings.warn(note, stacklevel=2)
         return self._ranking.search(query, limit, mode)
 
-    def _index(self) -> None:
-        if self._app.index is not None and self._app.index.behind():
-            self._app.index.index_all()
-
     def close(self) -> None:
-        """Stop background work and close the store."""
-        import asyncio
-
-        asyncio.run(self._app.aclose())
+        """Stop background work, close the store and, for a writer, let the next one in."""
+        asyncio.run(self._runtime.aclose())
 
     def __enter__(self) -> Memory:
         return self

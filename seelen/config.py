@@ -11,10 +11,12 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from seelen.errors import ConfigError
+
+T = TypeVar("T")
 
 TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-*?")
 PROFILE_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
@@ -109,7 +111,7 @@ def _profile(raw: str) -> str:
     return value
 
 
-def _setting(env: str, default: Any, parse: Callable[[str], Any], doc: str) -> Any:
+def _setting(env: str, default: T, parse: Callable[[str], T], doc: str) -> T:
     return field(default=default, metadata={"env": env, "parse": parse, "doc": doc})
 
 

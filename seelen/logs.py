@@ -12,12 +12,15 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.files import private_dir
+
+if TYPE_CHECKING:
+    from io import TextIOWrapper
 
 # 5 MB × 3 backups: a debugging session's prompts (10–30 kB each) fit, and a forgotten
 # DEBUG_MODE cannot fill the disk (at most 20 MB per file kind).
@@ -80,13 +83,15 @@ class RedactFilter(logging.Filter):
 class PrivateFileHandler(RotatingFileHandler):
     """A rotating file handler whose files are created 0600, whatever the umask."""
 
-    def _open(self) -> Any:
+    def _open(self) -> TextIOWrapper:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.fchmod(fd, 0o600)  # a file left by an older version may be wider
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
-def file_handler(path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s") -> Any:
+def file_handler(
+    path: Path, secrets: Iterable[str] = (), fmt: str = "%(message)s"
+) -> logging.Handler:
     """A private, rotating, redacting handler for `path` (its folder is made 0700)."""
     private_dir(path.parent)
     handler = PrivateFileHandler(
@@ -147,7 +152,7 @@ class PromptLog:
 DEBUG_LOGGERS = {"seelen": logging.DEBUG, "openai": logging.INFO}
 
 
-def attach_debug_log(directory: Path, *secrets: str) -> Any:
+def attach_debug_log(directory: Path, *secrets: str) -> Callable[[], None]:
     """DEBUG_MODE: send Seelen's and the openai client's log records to logs/seelen.log.
 
     Returns a function that detaches and closes the handler again.

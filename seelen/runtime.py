@@ -7,8 +7,13 @@ owner, `save`, `forget`, `reindex`, edits) opens it through `Runtime.open`, whic
 3. builds the objects (`app.build_app`), opens or restores the session, finishes a
    half-done archive, re-indexes after an embedding-model change, warms recall up and
    starts the background indexer.
-Commands that only read (lists, shows, searches, export) open the profile without the lock
-and write nothing: SQLite's WAL lets them read while the owner writes.
+Commands that only read (lists, shows, searches, export) open the profile without the lock,
+read-only (`Runtime.open_reader`): the store with SQLite's `mode=ro`, the vectors refusing
+every write, no indexer, no folder or file created. SQLite's WAL lets them read while the
+owner writes; texts the writer has not indexed yet are found by their words only
+(`unindexed_note` says so). Indexing is the writer's alone (`App.index_pending` raises
+without the lock); a search indexes first only when no process holds the profile
+(`Runtime.open_if_free`).
 """
 
 from __future__ import annotations
@@ -19,15 +24,17 @@ import fcntl
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from seelen.app import App, build_app
+from seelen.app.core import DB_FILE
 from seelen.config import Settings
-from seelen.errors import SeelenError
+from seelen.errors import ConfigError, SeelenError
+from seelen.files import private_dir
 from seelen.owner import wire
-from seelen.store import Session
+from seelen.store import OutdatedStore, Session, Store
 
 T = TypeVar("T")
 
@@ -76,6 +83,11 @@ class ProfileLock:
             raise
         self._fd = fd
 
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock (no I/O: it is this process's state)."""
+        return self._fd is not None
+
     def release(self) -> None:
         """Let the next writer in."""
         if self._fd is not None:
@@ -111,11 +123,13 @@ async def take_lock(
 
 @dataclass
 class Runtime:
-    """One opened profile: its objects (`app`) and, for a writer, its lock."""
+    """One opened profile: its objects (`app`) and, for a writer, its lock; `aclose` closes
+    through `stack` what opening opened, newest first (the lock last)."""
 
     app: App
     lock: ProfileLock | None
     restored: bool = False
+    stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
 
     @classmethod
     async def open(
@@ -132,64 +146,129 @@ class Runtime:
     ) -> Runtime:
         """Open the profile as its writer (see the module docstring for the steps).
         Cancelling it while it waits for the lock is safe; `on_locked` says when it has it."""
-        directory = settings.profile_dir
-        await asyncio.to_thread(_make_private_dir, directory)
+        await asyncio.to_thread(_make_private_dir, settings.profile_dir)
         if role != "owner":
             from seelen.owner.client import stop_owner
 
             await asyncio.to_thread(stop_owner, settings)
-        lock = ProfileLock(directory, role)
-        await take_lock(lock, wait=wait, on_wait=on_line)
-        on_locked()
-        try:
+        lock = ProfileLock(settings.profile_dir, role)
+        async with contextlib.AsyncExitStack() as stack:  # a step that fails closes the rest
+            await take_lock(lock, wait=wait, on_wait=on_line)
+            stack.callback(lock.release)
+            on_locked()
             app = await asyncio.to_thread(
-                build_app, settings, progress=on_line, with_model=with_model
+                build_app, settings, progress=on_line, with_model=with_model, lock=lock
             )
+            stack.push_async_callback(app.aclose)
+            restored = await app.start(
+                on_line, start_indexer=start_indexer, finish_archives=finish_archives
+            )
+            runtime = cls(app, lock, restored, stack.pop_all())  # from here: runtime.aclose
+        return runtime
+
+    @classmethod
+    def open_memory(
+        cls,
+        settings: Settings,
+        *,
+        role: str,
+        wait: bool = True,
+        on_line: Callable[[str], None] = lambda _: None,
+        step_aside: bool = True,
+    ) -> Runtime:
+        """The profile's memory alone (no model, nothing started) as its writer: for the
+        Python API and for indexing before a search. `step_aside`: a warm owner that holds
+        the profile is asked to stop first. Raises ProfileBusy when another process holds
+        it and `wait` is False."""
+        _make_private_dir(settings.profile_dir)
+        if step_aside:
+            from seelen.owner.client import stop_owner
+
+            stop_owner(settings)
+        lock = ProfileLock(settings.profile_dir, role)
+        lock.acquire(wait=wait, on_wait=on_line)
+        try:
+            app = build_app(settings, with_model=False, lock=lock)
         except BaseException:
             lock.release()
             raise
-        runtime = cls(app, lock)
+        stack = contextlib.AsyncExitStack()
+        stack.callback(lock.release)
+        stack.push_async_callback(app.aclose)
+        return cls(app, lock, stack=stack)
+
+    @classmethod
+    def open_if_free(cls, settings: Settings, *, role: str) -> Runtime | None:
+        """`open_memory` when no process holds the profile now; None when one does (it
+        indexes by itself) or when the profile holds no memory yet (nothing is created)."""
+        if not (settings.profile_dir / DB_FILE).is_file():
+            return None
         try:
-            runtime.restored = await app.start(
-                on_line, start_indexer=start_indexer, finish_archives=finish_archives
-            )
-        except BaseException:
-            await runtime.aclose()
-            raise
-        return runtime
+            return cls.open_memory(settings, role=role, wait=False, step_aside=False)
+        except ProfileBusy:
+            return None
 
     @classmethod
     async def open_observer(
         cls, settings: Settings, *, on_line: Callable[[str], None], ephemeral: bool = False
     ) -> Runtime:
         """Open the profile with its model to answer without writing (an ephemeral ask,
-        `doctor`): no lock, no session created, no indexer."""
-        app = await asyncio.to_thread(build_app, settings, progress=on_line)
-        app.sessions.peek()
-        if ephemeral and app.recall is not None:
-            app.recall.warm(app.sessions.current.session_id)
-        return cls(app, None)
+        `doctor`): no lock, the memory read-only, no session created, no indexer."""
+        app = await asyncio.to_thread(_build_reader, settings, progress=on_line, with_model=True)
+        runtime = cls._reading(app)
+        try:
+            app.sessions.peek()
+            if ephemeral and app.recall is not None:
+                app.recall.warm(app.sessions.current.session_id)
+        except BaseException:
+            await runtime.aclose()
+            raise
+        return runtime
 
     @classmethod
     def open_reader(cls, settings: Settings) -> Runtime:
-        """Open the profile to read it: no lock, no model, no background work."""
-        return cls(build_app(settings, with_model=False), None)
+        """Open the profile to read it: no lock, no model, no background work, the memory
+        read-only; nothing is created, not even for a profile that does not exist."""
+        return cls._reading(_build_reader(settings, with_model=False))
+
+    @classmethod
+    def _reading(cls, app: App) -> Runtime:
+        stack = contextlib.AsyncExitStack()
+        stack.push_async_callback(app.aclose)
+        return cls(app, None, stack=stack)
 
     async def aclose(self) -> None:
         """Close everything, then let the next writer in."""
+        await self.stack.aclose()
+
+
+def _build_reader(
+    settings: Settings, *, with_model: bool, progress: Callable[[str], None] = lambda _: None
+) -> App:
+    """A read-only App. A memory file of an older Seelen is first brought up to date by a
+    writer's migrations, under the lock, when no other process holds the profile."""
+    try:
+        return build_app(settings, progress=progress, with_model=with_model, read_only=True)
+    except OutdatedStore:
+        lock = ProfileLock(settings.profile_dir, "update")
         try:
-            await self.app.aclose()
+            lock.acquire(wait=False)
+        except ProfileBusy:
+            raise OutdatedStore(
+                f"{settings.profile_dir / DB_FILE} was written by an older Seelen, and "
+                f"{lock.holder()} holds it: close it, then try again"
+            ) from None
+        try:
+            Store(settings.profile_dir / DB_FILE).close()  # opening as a writer migrates
         finally:
-            if self.lock is not None:
-                self.lock.release()
+            lock.release()
+        return build_app(settings, progress=progress, with_model=with_model, read_only=True)
 
 
 def _make_private_dir(directory: Path) -> None:
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(directory)
     except OSError as exc:
-        from seelen.errors import ConfigError
-
         reason = exc.strerror or str(exc)
         raise ConfigError(f"SEELEN_DATA_DIR: cannot write to {directory} ({reason})") from None
 
@@ -203,11 +282,23 @@ def reindex_all(app: App, progress: Callable[[int, int], None] | None = None) ->
     return app.index.rebuild(progress)
 
 
-def index_now(app: App) -> None:
-    """Index what is pending before a search, so the newest turns are found too (and all of
-    them again when the embedding model changed)."""
-    if app.index is not None and app.index.behind():
-        app.index.index_all()
+def unindexed_note(app: App) -> str:
+    """For a reader, one line on what recall can find by its words only ('' when nothing):
+    texts the writer has not indexed yet, or vectors of another embedding model."""
+    if app.recall is None or app.recall.index is None or not app.store.has_history():
+        return ""
+    if not app.recall.index.compatible():
+        return (
+            "the vector index holds another embedding model's vectors: recall uses keywords "
+            "only until Seelen re-indexes (it does when it next writes to this profile)"
+        )
+    waiting = app.store.count_unindexed()
+    if not waiting:
+        return ""
+    return (
+        f"{waiting} newer texts are not in the vector index yet: recall finds them by "
+        "their words only until Seelen indexes them"
+    )
 
 
 def _unique(prefix: str, find: Callable[[str], list[T]], missing: str, kind: str) -> T:

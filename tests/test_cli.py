@@ -67,7 +67,9 @@ def test_ask_ephemeral_keeps_nothing(env: ModelServer, data_dir: Path) -> None:
     env.enqueue("temporary")
     result = run_cli("ask", "--ephemeral", "--json", "forget me")
     assert json.loads(result.stdout)["reply"] == "temporary"
-    assert open_store(data_dir).count_turns() == 0
+    # Answered in this process, the profile is read-only: not even its database is created.
+    db = data_dir / "default" / "chat_sessions.db"
+    assert not db.exists() or open_store(data_dir).count_turns() == 0
 
 
 def test_ask_failure_exits_nonzero_and_keeps_question(env: ModelServer, data_dir: Path) -> None:

@@ -159,10 +159,12 @@ def test_openai_embedder_over_http(model_server: ModelServer) -> None:
 
 def test_openai_dim_is_probed_once_unless_known(model_server: ModelServer) -> None:
     emb = OpenAIEmbedder(model_server.url, "", "emb-model")
-    assert emb.dim == 16 and emb.dim == 16
+    assert emb.dim == 0  # reading it asks nothing: the probe is a call of its own
+    assert not [r for r in model_server.requests if "input" in r]
+    assert emb.probe_dim() == 16 and emb.probe_dim() == 16 and emb.dim == 16
     assert len([r for r in model_server.requests if "input" in r]) == 1
     known = OpenAIEmbedder(model_server.url, "", "text-embedding-3-small")
-    assert known.dim == 1536
+    assert known.dim == 1536 and known.probe_dim() == 1536
     assert len([r for r in model_server.requests if "input" in r]) == 1
 
 

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
-from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
+
+if TYPE_CHECKING:
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.key_binding import KeyPressEvent
+    from prompt_toolkit.output import Output
 
 from seelen.chat.slash import SlashCompleter
 from seelen.config import Settings
@@ -24,12 +29,12 @@ def key_bindings() -> KeyBindings:
 
     @kb.add("enter")
     @kb.add("c-j")
-    def _send(event: Any) -> None:
+    def _send(event: KeyPressEvent) -> None:
         """Send the message."""
         event.current_buffer.validate_and_handle()
 
     @kb.add("escape", "enter")
-    def _newline(event: Any) -> None:
+    def _newline(event: KeyPressEvent) -> None:
         """Insert a new line."""
         event.current_buffer.insert_text("\n")
 
@@ -37,7 +42,10 @@ def key_bindings() -> KeyBindings:
 
 
 def prompt_session(
-    settings: Settings, toolbar: Callable[[], str], pt_input: Any = None, pt_output: Any = None
+    settings: Settings,
+    toolbar: Callable[[], str],
+    pt_input: Input | None = None,
+    pt_output: Output | None = None,
 ) -> PromptSession[str]:
     """The chat's PromptSession, its history kept in the profile folder (created private)."""
     from seelen.files import PRIVATE_UMASK, private_dir
@@ -47,7 +55,7 @@ def prompt_session(
         # The prompt may come before the profile is opened: its folder, private already.
         os.umask(PRIVATE_UMASK)
         private_dir(directory)
-        history: Any = FileHistory(str(directory / "prompt_history"))
+        history: History = FileHistory(str(directory / "prompt_history"))
     except OSError:
         history = InMemoryHistory()
     return PromptSession(

@@ -16,7 +16,7 @@ import contextlib
 import importlib
 import signal
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from prompt_toolkit import PromptSession
 from rich.console import Console
@@ -28,6 +28,10 @@ from seelen.config import Settings
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.output import Output
+
     from seelen.agent.events import Event
     from seelen.app import App
     from seelen.chat.render import EventPrinter
@@ -60,8 +64,8 @@ class Repl:
         console: Console,
         *,
         settings: Settings | None = None,
-        pt_input: Any = None,
-        pt_output: Any = None,
+        pt_input: Input | None = None,
+        pt_output: Output | None = None,
     ) -> None:
         self._app: App | None = None
         if settings is None:
@@ -223,7 +227,7 @@ class Repl:
         session = self._session = self._prompt_session()
         if on_shown is not None:
 
-            def first_draw(_: Any) -> None:
+            def first_draw(_: Application[str]) -> None:
                 session.app.after_render -= first_draw
                 on_shown()
 
@@ -256,7 +260,7 @@ class Repl:
             if not await self.handle(line.rstrip("\n")):
                 return
 
-    async def run_stream(self, stream: Any) -> None:
+    async def run_stream(self, stream: IO[str]) -> None:
         """Like `run_lines` for a file (stdin), read in a thread: while the pipe is quiet,
         the event loop stays free to answer other terminals' questions."""
         while line := await asyncio.to_thread(stream.readline):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from prompt_toolkit.completion import Completer, Completion, WordCompleter
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion, WordCompleter
 from prompt_toolkit.document import Document
 from rich.text import Text
 
@@ -55,7 +55,9 @@ class SlashCompleter(Completer):
     def __init__(self) -> None:
         self._words = WordCompleter(sorted(COMMANDS), sentence=True)
 
-    def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
         if document.text_before_cursor.startswith("/") and " " not in document.text_before_cursor:
             yield from self._words.get_completions(document, complete_event)
 
@@ -113,7 +115,6 @@ async def _retry(repl: Repl, arg: str) -> bool:
 @command("/memory", "/m", help="search your long-term memory", arg="QUERY")
 async def _memory(repl: Repl, arg: str) -> bool:
     from seelen.chat.render import render_hits
-    from seelen.runtime import index_now
 
     if not arg:
         repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
@@ -122,7 +123,7 @@ async def _memory(repl: Repl, arg: str) -> bool:
     if recall is None:
         repl.console.print("[yellow]Recall is not available.[/yellow]")
         return True
-    await asyncio.to_thread(index_now, repl.app)
+    await asyncio.to_thread(repl.app.index_pending)  # the newest turns are found too
     result = await asyncio.to_thread(recall.search, arg, None, conv_num=10)
     render_hits(repl.console, repl.app, result)
     return True

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -14,6 +14,9 @@ from seelen.config import Settings, load_settings
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from seelen.app import App
+
+T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total) of a long pass
 
 ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
@@ -39,7 +42,7 @@ def settings_from(
     )
 
 
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
+def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one coroutine on a fresh event loop."""
     return asyncio.run(coro)
 
@@ -65,11 +68,12 @@ def progress_bar(console: Console, description: str, total: int) -> Iterator[Pro
 
 
 @contextlib.contextmanager
-def memory_only(settings: Settings, writer: str | None = None) -> Iterator[Any]:
+def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
     """The profile's memory (store, files, index) without a chat model, as an `App`.
 
     `writer` names a command that changes memory: it first waits for the profile's writer
-    lock, saying so on stderr; readers take no lock and write nothing.
+    lock, saying so on stderr. Readers take no lock, open the memory read-only and create
+    nothing.
     """
     from seelen.runtime import Runtime
 

@@ -2,8 +2,9 @@
 `memory search --json`.
 
 All run against the memory alone (no model is started). Import writes in one transaction,
-then embeds what it added with a progress bar on stderr; search prints JSON on stdout, one
-object per query, with the profile, index and embedding model loaded once for a whole batch.
+then embeds what it added with a progress bar on stderr; search reads (the profile opened
+read-only, after `index_if_free`) and prints JSON on stdout, one object per query, with the
+profile, index and embedding model loaded once for a whole batch.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from seelen.app import App
-    from seelen.memory.indexer import Indexer
+    from seelen.config import Settings
 
 
 def read_source(source: str, stdin: IO[str] | None = None) -> str:
@@ -40,17 +41,41 @@ def import_into(app: App, text: str, console: Console) -> ImportReport:
     """Import an export into the app's profile, then index the new texts with a progress bar."""
     report = import_export(app.store, app.files, app.clock, text)
     app.follow_language()
-    if app.index is not None and app.index.behind():
-        index_with_progress(app.index, console)
+    index_with_progress(app, console)
     return report
 
 
-def index_with_progress(index: Indexer, console: Console) -> int:
-    """Embed every pending text now, showing a progress bar on `console`."""
+def index_with_progress(app: App, console: Console) -> int:
+    """As the profile's writer, embed every pending text now, showing a bar on `console`."""
     from seelen.cli.common import progress_bar
 
-    with progress_bar(console, "indexing", index.pending()) as progress:
-        return index.index_all(progress)
+    if app.index is None or not app.index.behind():
+        return 0
+    with progress_bar(console, "indexing", app.index.pending()) as progress:
+        return app.index_pending(progress)
+
+
+def index_if_free(settings: Settings, role: str) -> None:
+    """Before a search, index the newest texts (and all of them after an embedding-model
+    change) when no process holds the profile: its lock is taken for that moment only. A
+    writer that holds it indexes them itself; the search meanwhile finds them by words."""
+    from seelen.cli.common import run, stderr_console
+    from seelen.runtime import Runtime
+
+    runtime = Runtime.open_if_free(settings, role=role)
+    if runtime is None:
+        return
+    try:
+        app = runtime.app
+        if app.index is not None and app.index.needs_reindex():
+            # Minutes for a large memory, so say so (on stderr: --json's stdout stays clean).
+            console = stderr_console()
+            console.print("Embedding the memory again for the new embedding model…")
+            index_with_progress(app, console)
+        else:
+            app.index_pending()
+    finally:
+        run(runtime.aclose())
 
 
 def describe(report: ImportReport) -> str:
@@ -66,7 +91,7 @@ def describe(report: ImportReport) -> str:
     return line + "."
 
 
-def ranking_for(app: Any) -> Ranking:
+def ranking_for(app: App) -> Ranking:
     """A Ranking over the app's recall, with the prompt budget chat uses."""
     if app.recall is None:
         raise SeelenError("memory search: recall is not available")
@@ -74,7 +99,7 @@ def ranking_for(app: Any) -> Ranking:
 
 
 def search_json(
-    app: Any,
+    app: App,
     query: str | None,
     *,
     limit: int | None,
@@ -85,8 +110,6 @@ def search_json(
 ) -> int:
     """Print the ranking as JSON: for QUERY, or for each line of stdin with `batch`."""
     out = out or sys.stdout
-    if app.index is not None and app.index.behind():
-        app.index.index_all()  # the newest turns are found too, by the current model
     ranking = ranking_for(app)
     queries = (stdin or sys.stdin) if batch else [query or ""]
     count = 0

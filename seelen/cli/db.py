@@ -5,25 +5,32 @@ Each command prints plain lines; `check` exits 1 when anything is wrong.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seelen.cli.common import DataOpt, ProfileOpt
+from seelen.cli.common import DataOpt, ProfileOpt, memory_only, settings_from
+
+if TYPE_CHECKING:
+    from seelen.app import App
+    from seelen.config import Settings
+
+if TYPE_CHECKING:
+    from seelen.app import App
+    from seelen.config import Settings
 
 db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memory.")
 
 
-def _settings(profile: str | None, data_dir: str | None) -> Any:
-    from seelen.cli.common import settings_from  # the flags given before `db` count too
-
-    return settings_from(profile, None, data_dir)
+def _settings(profile: str | None, data_dir: str | None) -> Settings:
+    return settings_from(profile, None, data_dir)  # the flags given before `db` count too
 
 
-def _memory(profile: str | None, data_dir: str | None, writer: str | None = None) -> Any:
+def _memory(
+    profile: str | None, data_dir: str | None, writer: str | None = None
+) -> AbstractContextManager[App]:
     """The profile's store, index and indexer, without a chat model (see `memory_only`)."""
-    from seelen.cli.common import memory_only
-
     return memory_only(_settings(profile, data_dir), writer)
 
 

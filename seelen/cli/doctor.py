@@ -64,7 +64,7 @@ async def run_checks(app: App) -> list[Check]:
         return f"{turns} turns, migrations {', '.join(app.store.applied_migrations())}"
 
     async def index_healthy() -> str:
-        if app.index is None or app.recall is None:
+        if app.recall is None or app.recall.embedder is None:
             raise RuntimeError("recall is not configured")
         from seelen.memory.maintenance import index_findings
 

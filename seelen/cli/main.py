@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -28,6 +28,11 @@ from seelen.cli.memory import register as register_memory_commands
 from seelen.config import Settings
 from seelen.errors import SeelenError
 
+if TYPE_CHECKING:
+    from seelen.app import App
+
+T = TypeVar("T")
+
 app = typer.Typer(
     help="Seelen: a terminal companion with long-term memory.\n\n"
     "Run without a command to chat. Settings come from flags, then the environment, "
@@ -41,12 +46,12 @@ app = typer.Typer(
 
 async def _with_app(
     settings: Settings,
-    body: Callable[[Any], Coroutine[Any, Any, Any]],
+    body: Callable[[App], Coroutine[Any, Any, T]],
     *,
     role: str | None = None,
     quiet: bool = False,
     ephemeral: bool = False,
-) -> Any:
+) -> T:
     """Open the profile (as its writer when `role` is given), run `body(app)`, close it."""
     from seelen.runtime import Runtime
 
@@ -97,7 +102,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
         run(Repl(None, console, settings=settings).run_terminal())
         return
 
-    async def body(application: Any) -> None:
+    async def body(application: App) -> None:
         from seelen.owner.host import serve_chat
 
         repl = Repl(application, console)
@@ -168,7 +173,7 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
 
     settings = settings_from(profile, model, data_dir)
 
-    async def body(application: Any) -> None:
+    async def body(application: App) -> None:
         await Repl(application, Console(highlight=False)).archive()
 
     run(_with_app(settings, body, role="save"))
@@ -227,7 +232,7 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     settings = settings_from(profile, model, data_dir)
     console = Console(highlight=False)
 
-    async def body(application: Any) -> bool:
+    async def body(application: App) -> bool:
         for key, value in facts(application):
             console.print(f"[bold]{key:<12}[/bold] {escape(value)}", soft_wrap=True)
         checks = await run_checks(application)

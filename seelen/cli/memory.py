@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from seelen.app import App
 
+T = TypeVar("T")
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
@@ -40,10 +41,10 @@ profile_app = typer.Typer(help="What Seelen knows about you (user_profile.txt)."
 def _memory_command(
     profile: str | None,
     data_dir: str | None,
-    body: Callable[[Any, Any], Any],
+    body: Callable[[App, Console], T],
     *,
     write: str | None = None,
-) -> Any:
+) -> T:
     """Run `body(app, console)` against the memory alone: no model is started.
 
     `write` names the command when it changes memory: it then waits for the profile's
@@ -73,6 +74,8 @@ def memory_search(
     --json prints the ranking chat uses (with `in_prompt`); --batch reads one query per
     line from stdin and prints one JSON object per line, loading everything once.
     """
+    from rich.console import Console
+
     if mode not in ("hybrid", "bm25", "vector"):
         raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
     if batch and not as_json:
@@ -80,8 +83,16 @@ def memory_search(
     if (query is None) != batch:
         raise typer.BadParameter("give a QUERY, or --batch --json with queries on stdin")
 
-    def body(application: Any, console: Any) -> None:
-        _index_if_free(application)
+    from seelen.cli.data import index_if_free
+
+    settings = settings_from(profile, None, data_dir)
+    index_if_free(settings, "memory search")
+
+    def body(application: App, console: Console) -> None:
+        from seelen.runtime import unindexed_note
+
+        if note := unindexed_note(application):
+            stderr_console().print(note, style="dim", markup=False)
         if as_json:
             from seelen.cli.data import search_json
 
@@ -89,35 +100,12 @@ def memory_search(
             return
         from seelen.chat.render import render_hits
 
+        assert application.recall is not None
         result = application.recall.search(query or "", None, mode, conv_num=limit or 10)
         render_hits(console, application, result)
 
-    _memory_command(profile, data_dir, body)
-
-
-def _index_if_free(application: Any) -> None:
-    """Index the newest turns before searching, unless a writer (which indexes them) is busy."""
-    from seelen.runtime import ProfileBusy, ProfileLock, index_now
-
-    lock = ProfileLock(application.settings.profile_dir, "memory search")
-    try:
-        lock.acquire(wait=False)
-    except ProfileBusy:
-        return
-    try:
-        if application.index is not None and application.index.needs_reindex():
-            from rich.console import Console
-
-            from seelen.cli.data import index_with_progress
-
-            # A new embedding model embeds everything again: minutes for a large memory, so
-            # say so (on stderr, which keeps --json's stdout clean).
-            console = Console(stderr=True)
-            console.print("Embedding the memory again for the new embedding model…")
-            index_with_progress(application.index, console)
-        index_now(application)
-    finally:
-        lock.release()
+    with memory_only(settings) as application:
+        body(application, Console(highlight=False))
 
 
 @memory_app.command("forget")
@@ -135,7 +123,7 @@ def memory_forget(
     if (text_id is None) == (session is None):
         raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
 
-    def body(application: Any, console: Any) -> None:
+    def body(application: App, console: Console) -> None:
         if session is not None:
             n = forget_session(application, session)
             console.print(f"Forgot session {session} ({n} texts).", markup=False)
@@ -152,7 +140,8 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
     from seelen.cli.common import progress_bar
     from seelen.runtime import reindex_all
 
-    def body(application: Any, console: Any) -> None:
+    def body(application: App, console: Console) -> None:
+        assert application.index is not None  # a writer has its indexer
         with progress_bar(console, "re-indexing", application.index.pending()) as progress:
             n = reindex_all(application, progress)
         console.print(f"Re-indexed {n} texts.")
@@ -210,7 +199,7 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """List earlier versions, newest first (numbers for `restore`)."""
 
-        def body(a: Any, c: Any) -> None:
+        def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not versions:
                 print(f"no earlier versions of {label}")
@@ -229,7 +218,7 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     ) -> None:
         """Bring back an earlier version (the current one is kept in history too)."""
 
-        def body(a: Any, c: Any) -> None:
+        def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not 1 <= number <= len(versions):
                 raise SeelenError(f"{label} has {len(versions)} earlier versions; see history")
@@ -260,7 +249,7 @@ def export(
     if fmt not in ("json", "markdown"):
         raise typer.BadParameter("use json or markdown", param_hint="--format")
 
-    def body(application: Any, console: Any) -> None:
+    def body(application: App, console: Console) -> None:
         text = write_export(application, fmt, output)
         if text is not None:
             sys.stdout.write(text + "\n")

@@ -10,7 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
+    from watchdog.observers.api import BaseObserver
 
 # Long enough to gather one save's events, short enough to stay far inside the one second
 # the index has to follow a change.
@@ -32,23 +36,24 @@ class FolderWatcher:
         self._folders: set[str] = set()
         self._wake = threading.Condition()
         self._stopped = False
-        self._observer: Any = None
+        self._observer: BaseObserver | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Start watching (inotify on Linux) and the thread that applies the changes."""
         from watchdog.observers import Observer
 
-        self._observer = Observer()
+        observer = self._observer = Observer()
         handler = _Handler(self)
         for root in self.roots:
-            self._observer.schedule(handler, root, recursive=True)
-        self._observer.daemon = True
-        self._observer.start()
+            # watchdog calls only `dispatch`: no need to import its handler class to subclass.
+            observer.schedule(handler, root, recursive=True)  # type: ignore[arg-type]
+        observer.daemon = True
+        observer.start()
         self._thread = threading.Thread(target=self._loop, name="knowledge-watch", daemon=True)
         self._thread.start()
 
-    def note(self, event: Any) -> None:
+    def note(self, event: FileSystemEvent) -> None:
         """Record one watchdog event (called from the observer's thread)."""
         if event.event_type not in _CHANGES:
             return
@@ -99,5 +104,5 @@ class _Handler:
     def __init__(self, watcher: FolderWatcher) -> None:
         self.watcher = watcher
 
-    def dispatch(self, event: Any) -> None:
+    def dispatch(self, event: FileSystemEvent) -> None:
         self.watcher.note(event)

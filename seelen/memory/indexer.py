@@ -17,11 +17,15 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.errors import StoreError
 from seelen.memory.context import clip, estimate_tokens
 from seelen.store import Store, Summary, Turn
+
+if TYPE_CHECKING:
+    from seelen.models.embed import Embedder
+    from seelen.vectors import VectorIndex
 
 KINDS = ("turns", "summaries")
 # A turn under this many tokens (about 60 characters of English, 16 of Chinese) rarely names
@@ -62,7 +66,7 @@ class Drift:
         return "; ".join([line, *filter(None, problems)])
 
 
-def measure(store: Store, index: Any, kind: str) -> Drift:
+def measure(store: Store, index: VectorIndex, kind: str) -> Drift:
     """Compare SQLite's texts of `kind` with the index's rows; raises `StoreError` when the
     index cannot be read (every data file is read, so damage shows)."""
     flags = store.index_flags(kind)
@@ -82,9 +86,11 @@ def measure(store: Store, index: Any, kind: str) -> Drift:
 class Indexer:
     """Embeds new texts from SQLite into LanceDB, in a background thread or on demand."""
 
-    def __init__(self, store: Store, index: Any, embedder: Any, *, batch: int = 64) -> None:
+    def __init__(
+        self, store: Store, index: VectorIndex, embedder: Embedder, *, batch: int = 64
+    ) -> None:
         self.store = store
-        self.index: Any = index
+        self.index = index
         self.embedder = embedder
         self.batch = batch
         self._wake = threading.Event()
@@ -119,7 +125,7 @@ class Indexer:
         """How many texts wait to be indexed."""
         return self.store.count_unindexed()
 
-    def use(self, embedder: Any) -> None:
+    def use(self, embedder: Embedder) -> None:
         """Embed with `embedder` from now on: the next pass re-indexes everything for it."""
         with self._run_lock:
             self.embedder = embedder
@@ -206,7 +212,7 @@ class Indexer:
         self._doing = None
         return done
 
-    def _embed_into(self, index: Any, kind: str, items: Sequence[Turn | Summary]) -> None:
+    def _embed_into(self, index: VectorIndex, kind: str, items: Sequence[Turn | Summary]) -> None:
         from seelen.vectors import VectorRow
 
         texts = self._with_context(items) if kind == "turns" else [i.text for i in items]

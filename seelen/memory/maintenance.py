@@ -14,12 +14,19 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from seelen.errors import SeelenError, StoreError
 from seelen.files import atomic_write, close_up, private_dir
 from seelen.memory.indexer import KINDS, measure
 from seelen.memory.persona import PERSONA, PROFILE
+
+if TYPE_CHECKING:
+    from seelen.config import Settings
+    from seelen.memory.indexer import Indexer
+    from seelen.memory.recall import Recall
+    from seelen.store import Store
+    from seelen.vectors import VectorIndex
 
 DB_FILE = "chat_sessions.db"
 INDEX_DIR = "lancedb"
@@ -27,6 +34,20 @@ BACKUPS_DIR = "backups"
 FILES = (PERSONA, PROFILE)
 FOLDERS = (INDEX_DIR, "history")
 Progress = Callable[[int, int], None]
+
+
+class OpenProfile(Protocol):
+    """What these operations need of an open profile: an `App` is one."""
+
+    settings: Settings
+    store: Store
+    index: Indexer | None
+    recall: Recall | None
+
+
+def _vectors(app: OpenProfile) -> VectorIndex:
+    assert app.recall is not None and app.recall.index is not None, "an open profile has them"
+    return app.recall.index
 
 
 @dataclass(frozen=True)
@@ -54,7 +75,7 @@ def _sqlite(path: Path, *, write: bool = False) -> Iterator[sqlite3.Connection]:
 # -- check and repair ------------------------------------------------------------------
 
 
-def check(app: Any) -> list[Finding]:
+def check(app: OpenProfile) -> list[Finding]:
     """SQLite integrity and foreign keys, the vector index against the texts, and the
     persona and profile files; every finding, good or bad."""
     findings = sqlite_findings(app.settings.profile_dir / DB_FILE)
@@ -83,9 +104,9 @@ def sqlite_findings(db_path: Path) -> list[Finding]:
     ]
 
 
-def index_findings(app: Any) -> list[Finding]:
+def index_findings(app: OpenProfile) -> list[Finding]:
     """The vector index: readable, of the current model, one vector per text."""
-    index = app.recall.index
+    index = _vectors(app)
     if not index.compatible():
         stored = index.stored_model() or "an unreadable record"
         return [Finding("vector model", False, f"vectors of {stored}, expected {index.model_id}")]
@@ -109,9 +130,10 @@ def _file_finding(path: Path) -> Finding:
     return Finding(path.name, True, f"{len(text)} characters")
 
 
-def repair(app: Any, progress: Progress | None = None) -> list[str]:
+def repair(app: OpenProfile, progress: Progress | None = None) -> list[str]:
     """Fix what `check` finds that can be fixed without losing a word; returns what was
     done. SQLite damage and unreadable files are left for `restore`, and said so."""
+    assert app.index is not None, "every open profile has an indexer"
     done = _adopt_orphan_rows(app.settings.profile_dir / DB_FILE)
     done += app.index.repair(progress)
     indexed = app.index.index_all(progress)
@@ -152,7 +174,7 @@ def _adopt_orphan_rows(db_path: Path) -> list[str]:
 # -- optimize ----------------------------------------------------------------------------
 
 
-def optimize(app: Any) -> list[str]:
+def optimize(app: OpenProfile) -> list[str]:
     """VACUUM and ANALYZE SQLite, compact LanceDB and rebuild its indices; returns lines."""
     directory = app.settings.profile_dir
     before = {name: size(directory / name) for name in (DB_FILE, INDEX_DIR)}
@@ -161,8 +183,8 @@ def optimize(app: Any) -> list[str]:
         db.execute("VACUUM")
         db.execute("ANALYZE")
     lines = []
-    if app.recall.index.compatible():
-        app.recall.index.rebuild_indices()
+    if _vectors(app).compatible():
+        _vectors(app).rebuild_indices()
     else:
         lines.append("vector index left alone: it needs a re-index (seelen db repair)")
     for name, old in before.items():
@@ -297,7 +319,7 @@ def _replace_folder(source: Path, live: Path) -> None:
 # -- stats -----------------------------------------------------------------------------
 
 
-def stats(app: Any) -> list[tuple[str, str]]:
+def stats(app: OpenProfile) -> list[tuple[str, str]]:
     """Counts of sessions, texts and vectors, and the size of each part of the profile."""
     directory = app.settings.profile_dir
     with _sqlite(directory / DB_FILE) as db:
@@ -310,7 +332,7 @@ def stats(app: Any) -> list[tuple[str, str]]:
             )
         ]
     rows = [(label, str(n)) for label, n in counts]
-    index = app.recall.index
+    index = _vectors(app)
     for kind in KINDS:
         try:
             rows.append((f"vectors of {kind}", str(index.count(kind))))

@@ -55,17 +55,23 @@ class PersonaFiles:
         self._loaded: dict[str, str] = {}
 
     def ensure(self) -> None:
-        """Copy the shipped defaults for whichever file does not exist yet."""
+        """Copy the shipped defaults for whichever file does not exist yet, then `load`."""
         for name in (PERSONA, PROFILE):
-            path = self.dir / name
-            if not path.exists():
-                source = self._defaults / name
-                text = source.read_text("utf-8") if source.is_file() else ""
-                if name == PERSONA and not text.strip():
-                    text = FALLBACK_PERSONA
-                atomic_write(path, text)
+            if not (self.dir / name).exists():
+                atomic_write(self.dir / name, self._default(name))
+        self.load()
+
+    def load(self) -> None:
+        """Read both files; one that does not exist reads as its shipped default, and is
+        not created (a reader writes nothing)."""
         for name in (PERSONA, PROFILE):
-            self._loaded[name] = self.read(name)
+            exists = (self.dir / name).exists()
+            self._loaded[name] = self.read(name) if exists else self._default(name)
+
+    def _default(self, name: str) -> str:
+        source = self._defaults / name
+        text = source.read_text("utf-8") if source.is_file() else ""
+        return FALLBACK_PERSONA if name == PERSONA and not text.strip() else text
 
     def path(self, name: str) -> Path:
         """Where one of the two files lives."""

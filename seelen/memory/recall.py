@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
@@ -28,6 +28,15 @@ from seelen.memory.context import estimate_tokens
 from seelen.memory.when import TimeHint, in_time_first, parse_time
 from seelen.models.embed import embed_query
 from seelen.store import Store, Summary, Turn
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from seelen.models.embed import Embedder
+    from seelen.vectors import VectorIndex
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 RRF_K = 60
 # BM25 hits under half the best score share only incidental words with the question;
@@ -117,8 +126,8 @@ class Recall:
     def __init__(
         self,
         store: Store,
-        index: Any,
-        embedder: Any,
+        index: VectorIndex | None,
+        embedder: Embedder | None,
         *,
         session_num: int = 3,
         conv_num: int = 20,
@@ -153,7 +162,7 @@ class Recall:
         # keywords alone, so a line sent right at start does not wait for them.
         self.wait_for_warm = True
 
-    def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+    def _run(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> Future[R]:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="seelen-recall")
         return self._pool.submit(fn, *args, **kwargs)
@@ -165,14 +174,15 @@ class Recall:
         Importing LanceDB alone takes over a second; started early, it overlaps with the rest
         of start-up and with the user typing instead of delaying the first reply.
         """
-        if self.index is None or not self.store.has_history(current_session):
+        index, embedder = self.index, self.embedder
+        if index is None or embedder is None or not self.store.has_history(current_session):
             return
 
         def load() -> None:
             if after is not None:
                 wait([after])
-            self.embedder.embed(["warm up"])
-            self.index.warm()
+            embedder.embed(["warm up"])
+            index.warm()
 
         self._warming = self._run(load)
 
@@ -214,7 +224,7 @@ class Recall:
 
     def _direct(
         self, query: str, current_session: str | None, mode: str, notices: list[str]
-    ) -> tuple[dict[str, Future[Any]], Any]:
+    ) -> tuple[dict[str, Future[Any]], np.ndarray | None]:
         """Start the searches over all other sessions; returns them and the query's vector
         (None when vectors are not used or failed)."""
         n, store = self.candidates, self.store
@@ -228,7 +238,7 @@ class Recall:
             )
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         vector = self._embed(query, notices) if vectors else None
-        if vector is not None:
+        if vector is not None and self.index is not None:
             pending["s:vector"] = self._run(
                 self.index.search, "summaries", vector, n, exclude_session=current_session
             )
@@ -242,7 +252,7 @@ class Recall:
         pending: dict[str, Future[Any]],
         name: str,
         query: str,
-        vector: Any,
+        vector: np.ndarray | None,
         sessions: list[str],
     ) -> None:
         """Start the turn searches limited to `sessions` (those whose summaries matched, or
@@ -253,7 +263,7 @@ class Recall:
             pending[f"t:bm25_{name}"] = self._run(
                 self.store.search_turns_text, query, self.candidates, only_sessions=sessions
             )
-        if vector is not None:
+        if vector is not None and self.index is not None:
             pending[f"t:vector_{name}"] = self._run(
                 self.index.search, "turns", vector, self.candidates, only_sessions=sessions
             )
@@ -268,8 +278,9 @@ class Recall:
         )
         return found if len(found) <= self.time_sessions else []
 
-    def _embed(self, query: str, notices: list[str]) -> Any:
+    def _embed(self, query: str, notices: list[str]) -> np.ndarray | None:
         """The query's vector, or None (noted in `notices`) when the embedder fails."""
+        assert self.embedder is not None, "called only when vectors are usable"
         try:
             return embed_query(self.embedder, query)
         except SeelenError as exc:

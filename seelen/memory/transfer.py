@@ -183,7 +183,7 @@ def _load(text: str) -> dict[str, Any]:
     return data
 
 
-def _depth(value: Any) -> int:
+def _depth(value: object) -> int:
     """Nesting depth, without recursion (a deep file must not crash the check)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -191,8 +191,8 @@ def _depth(value: Any) -> int:
         deepest = max(deepest, level)
         if level > MAX_DEPTH:
             break
-        children = item.values() if isinstance(item, dict) else item
         if isinstance(item, (dict, list)):
+            children = item.values() if isinstance(item, dict) else item
             stack.extend((child, level + 1) for child in children)
     return deepest
 
@@ -252,7 +252,7 @@ def _summary(
     )
 
 
-def to_ms(value: Any, clock: Clock, where: str) -> int:
+def to_ms(value: object, clock: Clock, where: str) -> int:
     """An ISO 8601 time as integer milliseconds (a time without offset is the user's zone)."""
     if not isinstance(value, str):
         raise ImportDataError(f"import: {where}: a time must be an ISO 8601 string, not {value!r}")
@@ -265,7 +265,7 @@ def to_ms(value: Any, clock: Clock, where: str) -> int:
     return (moment - _EPOCH) // _MS
 
 
-def _obj(value: Any, where: str) -> dict[str, Any]:
+def _obj(value: object, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ImportDataError(f"import: {where} must be an object")
     return value

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from seelen.errors import ModelError
 from seelen.logs import redact
+
+if TYPE_CHECKING:  # openai costs ~0.3 s to import: its types are for the checker only
+    from openai import APIStatusError, AsyncOpenAI
+    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 
 @dataclass(frozen=True)
@@ -88,9 +92,9 @@ class OpenAIChatModel:
         self.max_tokens = max_tokens  # cap per answer; 0 = the endpoint's
         # Extra request fields for chat replies (temperature, top_p, repeat_penalty…).
         self.sampling = dict(sampling or {})
-        self._client: Any = None
+        self._client: AsyncOpenAI | None = None
 
-    def _get_client(self) -> Any:
+    def _get_client(self) -> AsyncOpenAI:
         if self._client is None:
             from openai import AsyncOpenAI  # imported late: it costs ~0.3 s at start-up
 
@@ -184,6 +188,7 @@ class OpenAIChatModel:
             kwargs["max_tokens"] = self.max_tokens
         return kwargs
 
+    # Any: a ChatCompletion, or an AsyncStream of chunks when body["stream"] is true.
     async def _create(self, body: dict[str, Any]) -> Any:
         """One request; the client retries what is worth retrying, then one clear line.
 
@@ -233,14 +238,14 @@ _RETRIED_STATUS = {408, 409, 429}
 _OPENAI_SAMPLING = {"temperature", "top_p", "frequency_penalty", "presence_penalty", "seed"}
 
 
-def _retry_after(exc: Any) -> float | None:
+def _retry_after(exc: APIStatusError) -> float | None:
     try:
         return float(exc.response.headers.get("retry-after", ""))
     except (AttributeError, ValueError):
         return None
 
 
-def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: Any) -> None:
+def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: ChoiceDeltaToolCall) -> None:
     """Fold one streamed tool-call fragment into the calls assembled so far."""
     slot = calls.setdefault(tc.index or 0, {"id": "", "name": "", "arguments": ""})
     if tc.id:
@@ -282,7 +287,7 @@ def _explain(exc: Exception, base_url: str) -> str:
     return f"the model at {where} failed: {type(exc).__name__}: {exc}"
 
 
-def _error_message(exc: Any) -> str:
+def _error_message(exc: APIStatusError) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)

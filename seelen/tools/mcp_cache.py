@@ -13,14 +13,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.files import atomic_write
 from seelen.tools.mcp_config import RemoteServer, StdioServer
 from seelen.tools.mcp_content import needs_tasks
+
+if TYPE_CHECKING:  # the SDK's types only: importing them at run time costs start-up
+    from mcp.types import Resource as Listing
+    from mcp.types import ResourceTemplate, Tool
 
 CACHE_FILE = "mcp_tools.json"
 # Bumped when the file's shape changes: an older file is then ignored, not misread.
@@ -58,7 +62,7 @@ class Offer:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> Offer:
+    def from_json(cls, data: Mapping[str, Any]) -> Offer:
         """An offer read back; anything malformed raises (ValueError, KeyError, TypeError)."""
         tools = tuple(
             Listed(str(t["name"]), str(t["description"]), dict(t["schema"])) for t in data["tools"]
@@ -67,7 +71,9 @@ class Offer:
         return cls(tools, resources, int(data["skipped"]))
 
 
-def offer_of(listed: Iterable[Any], resources: Iterable[Any], server: str) -> Offer:
+def offer_of(
+    listed: Iterable[Tool], resources: Iterable[Listing | ResourceTemplate], server: str
+) -> Offer:
     """A live server's tool and resource listings (fastmcp objects) as an `Offer`."""
     tools, skipped = [], 0
     for item in listed:
@@ -82,21 +88,21 @@ def offer_of(listed: Iterable[Any], resources: Iterable[Any], server: str) -> Of
     return Offer(tuple(tools), tuple(found), skipped)
 
 
-def _resource(item: Any) -> Resource:
+def _resource(item: Listing | ResourceTemplate) -> Resource:
     """A listed resource, or a resource template (its URI has `{…}` parts to fill in)."""
-    template = getattr(item, "uri_template", None)
-    if template is None:
+    if not hasattr(item, "uri_template"):
         return Resource(str(item.uri), _about(item))
     about = _about(item)
-    return Resource(str(template), f"{about} (a template: fill in the {{…}} parts)".lstrip())
+    text = f"{about} (a template: fill in the {{…}} parts)".lstrip()
+    return Resource(str(item.uri_template), text)
 
 
-def _about(resource: Any) -> str:
+def _about(resource: Listing | ResourceTemplate) -> str:
     about = resource.description or getattr(resource, "title", None) or resource.name or ""
     return about.strip().splitlines()[0][:100] if about.strip() else ""
 
 
-def config_digest(entry: Any) -> str | None:
+def config_digest(entry: object) -> str | None:
     """A digest of a parsed config entry; None for an object (a transport or an in-process
     server), whose tools are never cached."""
     if not isinstance(entry, StdioServer | RemoteServer):
@@ -137,7 +143,7 @@ class ToolCache:
         return {}
 
 
-def _cached_offer(entry: Any, digest: str) -> Offer | None:
+def _cached_offer(entry: object, digest: str) -> Offer | None:
     """The offer of a cache entry, when it was made for this config digest and is whole."""
     if not isinstance(entry, dict) or entry.get("digest") != digest:
         return None

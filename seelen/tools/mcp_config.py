@@ -86,7 +86,7 @@ def load_config(source: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any],
     """
     where, base = "MCP config", None
     if isinstance(source, Mapping):
-        data: Any = source
+        data: object = source
     else:
         path = Path(source)
         where, base = str(path), path.resolve().parent
@@ -107,7 +107,7 @@ def load_config(source: Mapping[str, Any] | str | Path) -> tuple[dict[str, Any],
     return {k: v for k, v in servers.items() if not str(k).startswith("_")}, base
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     """The parsed file; every way it can be unreadable is one line naming the file."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -142,7 +142,7 @@ def expand_vars(text: str, environ: Mapping[str, str], where: str) -> str:
     return _VAR.sub(substitute, text)
 
 
-def is_disabled(raw: Any) -> bool:
+def is_disabled(raw: object) -> bool:
     """Whether an entry says `"disabled": true` (a non-boolean value raises `ConfigError`)."""
     if not isinstance(raw, Mapping) or "disabled" not in raw:
         return False
@@ -152,7 +152,7 @@ def is_disabled(raw: Any) -> bool:
 
 
 def parse_server(
-    raw: Any, environ: Mapping[str, str], base: Path | None = None
+    raw: object, environ: Mapping[str, str], base: Path | None = None
 ) -> StdioServer | RemoteServer:
     """Validate one entry and expand its variables; any problem raises a one-line `ConfigError`."""
     if not isinstance(raw, Mapping):

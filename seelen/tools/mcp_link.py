@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from seelen.errors import ToolError
 from seelen.tools.base import ToolSpec
@@ -24,6 +24,19 @@ from seelen.tools.mcp_content import (
     render_result,
     resource_catalogue,
 )
+
+if TYPE_CHECKING:  # fastmcp costs a second to import: its types are for the checker only
+    from fastmcp import Client, FastMCP
+    from fastmcp.client.transports import ClientTransport
+    from mcp.types import CallToolResult
+
+    from seelen.tools.mcp_config import RemoteServer, StdioServer
+
+    # A server as configured: JSON until parsed (kept so when it is disabled or invalid), a
+    # parsed entry, or a ready fastmcp transport or server object (embedding, tests).
+    Entry: TypeAlias = (
+        Mapping[str, Any] | StdioServer | RemoteServer | ClientTransport | FastMCP[Any]
+    )
 
 State = Literal["idle", "connecting", "ready", "failed", "disabled"]
 
@@ -48,11 +61,11 @@ class ServerLink:
     """One configured server: its entry, state, client, log file and counts."""
 
     name: str
-    entry: Any
+    entry: Entry
     state: State = "connecting"
     reason: str = ""
     tools: int = 0
-    client: Any = None
+    client: Client[Any] | None = None
     task: asyncio.Task[None] | None = None
     log: Path | None = None
     http_error: str = ""
@@ -83,7 +96,7 @@ class McpTool:
             raise ToolError(text or f"MCP tool {self.spec.origin_name!r} reported an error")
         return text
 
-    async def _client(self) -> Any:
+    async def _client(self) -> Client[Any]:
         """The server's client, starting the server first if its tools came from the cache."""
         server = self._server
         if server.state in ("idle", "connecting"):
@@ -93,15 +106,16 @@ class McpTool:
             raise ToolError(f"MCP server {server.name!r} is not connected{why}")
         return server.client
 
-    async def _send(self, client: Any, arguments: dict[str, Any]) -> Any:
-        async def progress(done: float, total: float | None, message: str | None) -> None:
+    async def _send(self, client: Client[Any], arguments: dict[str, Any]) -> CallToolResult:
+        async def report(progress: float, total: float | None, message: str | None) -> None:
             if self._manager.on_progress is not None:
-                self._manager.on_progress(ToolProgress(self.spec.name, done, total, message or ""))
+                note = ToolProgress(self.spec.name, progress, total, message or "")
+                self._manager.on_progress(note)
 
         return await client.call_tool_mcp(
             self.spec.origin_name,
             arguments,
-            progress_handler=progress,
+            progress_handler=report,
             timeout=self._manager.call_timeout,
         )
 
@@ -149,7 +163,7 @@ def describe(exc: BaseException) -> str:
     return text.removeprefix("Client failed to connect: ")[:300]
 
 
-async def alive(client: Any) -> bool:
+async def alive(client: Client[Any]) -> bool:
     """Whether the server still answers: tells a failed tool from a dead connection."""
     if not client.is_connected():
         return False

@@ -7,9 +7,9 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.errors import ToolError
 from seelen.files import private_dir
@@ -17,6 +17,17 @@ from seelen.logs import file_logger
 from seelen.tools.mcp_config import RemoteServer, StdioServer
 from seelen.tools.mcp_content import INVALID_NAME_CHARS, LOG_LEVELS, NOTE_FORMAT
 from seelen.tools.mcp_link import ServerLink
+
+if TYPE_CHECKING:  # fastmcp costs a second to import: its types are for the checker only
+    import httpx2
+    from fastmcp import Client, FastMCP
+    from fastmcp.client.logging import LogHandler, LogMessage
+    from fastmcp.client.transports import (
+        ClientTransport,
+        SSETransport,
+        StdioTransport,
+        StreamableHttpTransport,
+    )
 
 
 class ClientMaker:
@@ -36,11 +47,13 @@ class ClientMaker:
             self._tmp.cleanup()
             self._tmp = None
 
-    def client(self, server: ServerLink) -> Any:
+    def client(self, server: ServerLink) -> Client[Any]:
         """A new (unconnected) client for `server`; a missing command raises `ToolError`."""
         from fastmcp import Client  # imported by `import_fastmcp` in a thread; cheap here
 
         entry = server.entry
+        assert not isinstance(entry, Mapping), "an entry is parsed before its server starts"
+        transport: ClientTransport | FastMCP[Any]
         if isinstance(entry, StdioServer):
             transport = self._stdio_transport(server, entry)
         elif isinstance(entry, RemoteServer):
@@ -54,10 +67,10 @@ class ClientMaker:
             transport, init_timeout=self.init_timeout, log_handler=self._log_handler(server)
         )
 
-    def _log_handler(self, server: ServerLink) -> Callable[[Any], Any]:
+    def _log_handler(self, server: ServerLink) -> LogHandler:
         """Server log notifications go to its log file, never to the chat or stderr."""
 
-        async def handle(message: Any) -> None:
+        async def handle(message: LogMessage) -> None:
             if server.notes is not None:
                 where = f"[{message.logger}] " if message.logger else ""
                 level = LOG_LEVELS.get(str(message.level).lower(), logging.INFO)
@@ -65,7 +78,7 @@ class ClientMaker:
 
         return handle
 
-    def _stdio_transport(self, server: ServerLink, entry: StdioServer) -> Any:
+    def _stdio_transport(self, server: ServerLink, entry: StdioServer) -> StdioTransport:
         from fastmcp.client.transports import StdioTransport
 
         search_path = entry.env.get("PATH", self.environ.get("PATH", os.defpath))
@@ -85,12 +98,14 @@ class ClientMaker:
             log_file=server.log,  # the server's stderr would scribble over the prompt
         )
 
-    def _remote_transport(self, server: ServerLink, entry: RemoteServer) -> Any:
+    def _remote_transport(
+        self, server: ServerLink, entry: RemoteServer
+    ) -> SSETransport | StreamableHttpTransport:
         import httpx2  # fastmcp's HTTP client library
         from fastmcp.client.auth.bearer import BearerAuth
         from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 
-        async def remember_error(response: Any) -> None:
+        async def remember_error(response: httpx2.Response) -> None:
             # fastmcp reports a 401 as "Server returned an error response"; keep the status
             if response.status_code >= 400:
                 server.http_error = f"HTTP {response.status_code} {response.reason_phrase}"

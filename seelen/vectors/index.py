@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -19,6 +19,11 @@ from seelen.vectors.filters import id_predicates, session_filter, sql_string
 from seelen.vectors.meta import META_FILE, ModelRecord
 from seelen.vectors.recent import RecentRows
 from seelen.vectors.records import KINDS, VectorHit, VectorRow, check_kind
+
+if TYPE_CHECKING:
+    from lancedb._lancedb import IndexConfig
+    from lancedb.db import LanceDBConnection
+    from lancedb.table import LanceTable
 
 RECENT = "_recent"  # suffix of the small write table of each kind
 INDEX_MIN_ROWS = 5_000  # below this a flat search of the main table stays under ~8 ms
@@ -34,6 +39,8 @@ class VectorIndex:
     not wait for them. `search` promises, for both kinds and whatever the table size: hits
     come best first, and a higher score means more similar. While the stored vectors belong
     to another model (`compatible()` is False) every method but `reset` raises `StoreError`.
+    Read-only (a reader): writes raise `StoreError`; a missing folder is an empty index,
+    not created; tables are read as first opened (reopen to see what a writer added).
     """
 
     def __init__(
@@ -46,8 +53,10 @@ class VectorIndex:
         recent_rows: int = RECENT_ROWS,
         optimize_every: int = OPTIMIZE_EVERY,
         max_segments: int = MAX_SEGMENTS,
+        read_only: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
         self.model_id = model_id
         self.dim = dim
         self.index_min_rows = index_min_rows
@@ -60,8 +69,8 @@ class VectorIndex:
 
     def _forget_handles(self) -> None:
         """Drop every open table and cached fact, so the next call reads the folder again."""
-        self._db: Any = None
-        self._tables: dict[str, Any] = {}
+        self._db: LanceDBConnection | None = None
+        self._tables: dict[str, LanceTable] = {}
         self._absent: set[str] = set()  # names of tables known not to exist
         self._recent: dict[str, RecentRows] = {}  # in-memory copies of the recent tables
         self._writes: dict[str, int] = {}
@@ -92,7 +101,7 @@ class VectorIndex:
 
     def reset(self) -> None:
         """Drop every vector and record this index's model id (before a re-index)."""
-        with self._write_lock, self._open_lock, tb.lance_errors("reset"):
+        with self._writing(), self._open_lock, tb.lance_errors("reset"):
             if folders.present(self.path) and not self.path.is_dir():
                 folders.move_aside(self.path, "damaged")  # e.g. a file where the folder belongs
             db = self._connect()
@@ -113,15 +122,27 @@ class VectorIndex:
 
     # -- tables -------------------------------------------------------------------------
 
-    def _connect(self) -> Any:
+    def _writing(self) -> threading.RLock:
+        """The write lock; an index opened read-only refuses every write."""
+        if self.read_only:
+            raise StoreError(f"vector index {self.path} is open read-only")
+        return self._write_lock
+
+    def _connect(self) -> LanceDBConnection:
         if self._db is None:
             self._db = tb.connect(self.path)
         return self._db
 
     def _exists(self, name: str) -> bool:
+        if self.read_only and not self.path.is_dir():  # connecting would create the folder
+            return False
         return name in self._tables or name in self._connect().list_tables().tables
 
-    def _table(self, name: str, *, create: bool = False) -> Any:
+    @overload
+    def _table(self, name: str, *, create: Literal[True]) -> LanceTable: ...
+    @overload
+    def _table(self, name: str, *, create: bool = False) -> LanceTable | None: ...
+    def _table(self, name: str, *, create: bool = False) -> LanceTable | None:
         """The open table `name`; None if it does not exist and `create` is False."""
         with self._open_lock:
             if name in self._tables:
@@ -133,27 +154,30 @@ class VectorIndex:
                     f"vector index {self.path} holds vectors of another embedding model "
                     "or cannot be read; the indexer rebuilds it (or: seelen db repair)"
                 )
+            exists = self._exists(name)
+            if not exists and not create:
+                if not self.read_only:  # only a writer creates tables: it may remember an
+                    self._absent.add(name)  # absence, sparing each search a listing
+                return None
             db = self._connect()
-            if name in db.list_tables().tables:
+            if exists:
                 table = db.open_table(name)
-            elif create:
+            else:
+                self._writing()  # a reader never creates a table
                 table = db.create_table(name, schema=tb.schema(self.dim))
                 if self._read_meta() is None:
                     self._write_meta({"model_id": self.model_id, "dim": self.dim})
-            else:
-                # Only this object creates tables (one process owns a data dir), so
-                # remembering the absence spares each search a directory listing.
-                self._absent.add(name)
-                return None
             self._absent.discard(name)
             # Fragments left by earlier writes count as writes not yet compacted.
-            self._writes[name] = int(table.stats()["fragment_stats"]["num_fragments"])
+            # stats() returns a dict at run time, though its stub declares a dataclass.
+            stats = table.stats()["fragment_stats"]  # type: ignore[index]
+            self._writes[name] = int(stats["num_fragments"])
             if name.endswith(RECENT):  # loaded before any write through this object
                 self._recent[name] = RecentRows(self.dim, tb.all_rows(table))
             self._tables[name] = table
             return table
 
-    def _pair(self, kind: str) -> list[Any]:
+    def _pair(self, kind: str) -> list[LanceTable]:
         """The existing tables of `kind`, the recent one first (see `search`)."""
         return [t for t in (self._table(kind + RECENT), self._table(kind)) if t is not None]
 
@@ -176,7 +200,7 @@ class VectorIndex:
         if not rows:
             return
         data = tb.to_arrow(rows, self.dim)
-        with self._write_lock, tb.lance_errors(f"add {kind}"):
+        with self._writing(), tb.lance_errors(f"add {kind}"):
             recent = self._table(kind + RECENT, create=True)
             tb.upsert(recent, data)
             self._recent[kind + RECENT].upsert(data)
@@ -200,13 +224,13 @@ class VectorIndex:
             predicates.append(f"session_id = {sql_string(session_id)}")
         if not predicates:
             return 0
-        with self._write_lock, tb.lance_errors(f"delete {kind}"):
+        with self._writing(), tb.lance_errors(f"delete {kind}"):
             deleted = sum(tb.delete_where(table, predicates) for table in self._pair(kind))
             if (rows := self._recent_rows(kind)) is not None:
                 rows.delete(set(text_ids), session_id)
             return deleted
 
-    def _after_write(self, kind: str, recent: Any) -> None:
+    def _after_write(self, kind: str, recent: LanceTable) -> None:
         name = kind + RECENT
         self._writes[name] += 1
         if len(self._recent[name]) >= self.recent_rows:
@@ -221,7 +245,7 @@ class VectorIndex:
     def maintain(self) -> None:
         """Compact every table and bring the indices up to date now (e.g. after a bulk
         re-index); otherwise this happens by itself as rows are added."""
-        with self._write_lock, tb.lance_errors("optimize"):
+        with self._writing(), tb.lance_errors("optimize"):
             for kind in KINDS:
                 if (recent := self._table(kind + RECENT)) is not None:
                     recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
@@ -229,7 +253,7 @@ class VectorIndex:
                 if (main := self._table(kind)) is not None:
                     self._maintain_main(kind, main)
 
-    def _move_recent(self, kind: str, recent: Any) -> None:
+    def _move_recent(self, kind: str, recent: LanceTable) -> None:
         """Copy the recent table into the main one in a single write, then empty it."""
         data = tb.all_rows(recent)
         main = self._table(kind, create=True)
@@ -241,7 +265,7 @@ class VectorIndex:
         self._writes[kind + RECENT] = 0
         self._maintain_main(kind, main)
 
-    def _maintain_main(self, kind: str, table: Any, *, rebuild: bool = False) -> None:
+    def _maintain_main(self, kind: str, table: LanceTable, *, rebuild: bool = False) -> None:
         """Compact, index the moved rows; (re)build the vector index when due."""
         from lancedb.index import BTree
 
@@ -257,16 +281,16 @@ class VectorIndex:
         ):
             self._build_vector_index(kind, table, rows)
 
-    def _vector_index_due(self, kind: str, rows: int, index: Any) -> bool:
+    def _vector_index_due(self, kind: str, rows: int, index: IndexConfig | None) -> bool:
         if index is None:
             return True
         # Each move adds a delta segment, searched one by one; a rebuild merges them.
-        if index.num_segments > self.max_segments:
+        if (index.num_segments or 1) > self.max_segments:  # None: lancedb does not know
             return True
         # Retrain when the table has doubled, so the partitions keep fitting the data.
         return rows >= 2 * self._trained_rows().get(kind, rows)
 
-    def _build_vector_index(self, kind: str, table: Any, rows: int) -> None:
+    def _build_vector_index(self, kind: str, table: LanceTable, rows: int) -> None:
         from lancedb.index import IvfSq
 
         table.create_index("vector", config=IvfSq(distance_type="cosine"), replace=True)
@@ -280,7 +304,7 @@ class VectorIndex:
 
     def rebuild_indices(self) -> None:
         """Compact every table and retrain the vector indices from scratch (`db optimize`)."""
-        with self._write_lock, tb.lance_errors("rebuild indices"):
+        with self._writing(), tb.lance_errors("rebuild indices"):
             self.maintain()
             for kind in KINDS:
                 if (main := self._table(kind)) is not None:
@@ -357,7 +381,7 @@ class VectorIndex:
     def move_aside(self) -> Path | None:
         """Rename a damaged index folder (never delete it) and start again empty; returns
         where it went. Only the newest `KEEP_DAMAGED` such folders are kept."""
-        with self._write_lock, self._open_lock:
+        with self._writing(), self._open_lock:
             self._forget_handles()
             with tb.lance_errors("move the damaged index aside"):
                 return folders.move_aside(self.path, "damaged")
@@ -366,7 +390,7 @@ class VectorIndex:
         """An empty index beside this one, to fill and then `swap_in` (a left-over one from
         an interrupted rebuild is removed first)."""
         path = folders.staging_path(self.path)
-        with tb.lance_errors("prepare a new index"):
+        with self._writing(), tb.lance_errors("prepare a new index"):
             folders.remove(path)
         staged = VectorIndex(
             path,
@@ -383,14 +407,14 @@ class VectorIndex:
     def swap_in(self, staged: VectorIndex) -> None:
         """Replace this index by the complete `staged` one. The old folder is deleted when
         it held a model's vectors, and kept (moved aside) when it was unreadable."""
-        with self._write_lock, self._open_lock, tb.lance_errors("swap in the new index"):
+        with self._writing(), self._open_lock, tb.lance_errors("swap in the new index"):
             readable = isinstance((self._read_meta() or {}).get("model_id"), str)
             self._forget_handles()
             folders.swap(self.path, staged.path, keep_old=not readable)
 
     def recover(self) -> None:
         """Finish a swap cut short by a crash, or remove a rebuild that never completed."""
-        with self._write_lock, self._open_lock, tb.lance_errors("recover the index"):
+        with self._writing(), self._open_lock, tb.lance_errors("recover the index"):
             if folders.recover(self.path):
                 self._forget_handles()
 

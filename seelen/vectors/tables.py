@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from seelen.vectors.records import VectorHit, VectorRow
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from lancedb.db import LanceDBConnection
+    from lancedb.table import LanceTable
 
 NPROBES = 20  # IVF partitions hold ~8k rows: all are probed up to ~160k rows
 REFINE_FACTOR = 3  # re-rank 3x `limit` candidates on the exact vectors (2x: recall 1.0)
@@ -39,7 +41,7 @@ def lance_errors(action: str) -> Iterator[None]:
         raise StoreError(f"vector index: cannot {action}: {exc}") from exc
 
 
-def connect(path: Path) -> Any:
+def connect(path: Path) -> LanceDBConnection:
     """A LanceDB connection to the folder `path`, created 0700 if missing."""
     # LanceDB's Rust log writes warnings (e.g. k-means on few rows) straight to the
     # terminal, over the prompt; only errors are worth a user's attention.
@@ -50,7 +52,8 @@ def connect(path: Path) -> Any:
     except ImportError:
         raise StoreError("the 'lancedb' package is missing: reinstall Seelen") from None
     private_dir(path)
-    return lancedb.connect(path)
+    # A folder always gives the local connection; the declared type covers remote ones too.
+    return cast("LanceDBConnection", lancedb.connect(path))
 
 
 REST_CLIENT = "lance_namespace_urllib3_client"
@@ -76,7 +79,7 @@ def defer_rest_client() -> None:
             return  # not installed, or not a package any more: nothing to defer
         module = importlib.util.module_from_spec(spec)
 
-        def load_on_first_use(name: str) -> Any:
+        def load_on_first_use(name: str) -> Any:  # Any: a module attribute, of any kind
             if name.startswith("__"):
                 raise AttributeError(name)
             with _rest_lock:
@@ -123,30 +126,31 @@ def to_arrow(rows: Sequence[VectorRow], dim: int) -> pa.Table:
     return pa.table(columns, schema=schema(dim))
 
 
-def all_rows(table: Any, columns: Sequence[str] = COLUMNS) -> pa.Table:
+def all_rows(table: LanceTable, columns: Sequence[str] = COLUMNS) -> pa.Table:
     """Every row of `table` (reads each data file: a damaged one raises)."""
     return table.search().select(list(columns)).limit(None).to_arrow()
 
 
-def upsert(table: Any, data: pa.Table) -> None:
+def upsert(table: LanceTable, data: pa.Table) -> None:
     """Insert `data`, replacing rows with the same `text_id`."""
     table.merge_insert("text_id").when_matched_update_all().when_not_matched_insert_all().execute(
         data
     )
 
 
-def delete_where(table: Any, predicates: Sequence[str]) -> int:
+def delete_where(table: LanceTable, predicates: Sequence[str]) -> int:
     """Delete rows matching any predicate; returns how many. Skips predicates that match
     nothing, because a delete commits a new table version even then."""
     deleted = 0
     for predicate in predicates:
         if table.count_rows(predicate):
-            deleted += int(table.delete(predicate).num_deleted_rows)
+            # The stub of DeleteResult lags the runtime's, which counts the rows.
+            deleted += int(table.delete(predicate).num_deleted_rows)  # type: ignore[attr-defined]
     return deleted
 
 
 def search_table(
-    table: Any, vector: np.ndarray, limit: int, where: str | None, *, exact: bool
+    table: LanceTable, vector: np.ndarray, limit: int, where: str | None, *, exact: bool
 ) -> list[VectorHit]:
     """Nearest rows of one table by cosine distance, as hits with score = 1 - distance."""
     query = (
@@ -178,7 +182,7 @@ def search_table(
     ]
 
 
-def warm(table: Any) -> None:
+def warm(table: LanceTable) -> None:
     """Load `table`'s indices into memory now."""
     for index in table.list_indices():
         table.prewarm_index(index.name)
