@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.mcp_server.token import TokenFile
+
+if TYPE_CHECKING:
+    from seelen.mcp_server.server import SeelenMCP
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -56,7 +59,7 @@ class BearerAuth:
         return False
 
 
-async def serve_http(server: Any, token: TokenFile, host: str, port: int) -> None:
+async def serve_http(server: SeelenMCP, token: TokenFile, host: str, port: int) -> None:
     """Serve `server` (an MCPServer) at http://host:port/mcp behind the bearer token."""
     import uvicorn
 

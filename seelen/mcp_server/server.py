@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from seelen.config import Settings
@@ -41,7 +41,7 @@ class SeelenMCP(MCPServer[Any]):
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> Any:
+    ) -> CallToolResult | InputRequiredResult:
         """Call a tool; arguments that do not fit its schema are one clear tool error."""
         try:
             return await super().call_tool(name, arguments, context)

@@ -300,7 +300,7 @@ def _decode(line: bytes, key: str, known: dict[str, type[Message]]) -> Message:
 
 def _build(cls: type[M], data: dict[str, Any]) -> M:
     """`cls` from JSON data: every field of the right type, absent ones defaulted."""
-    hints = _hints(cls)
+    hints = _HINTS.get(cls) or _HINTS.setdefault(cls, typing.get_type_hints(cls))
     values = {}
     for f in fields(cls):
         if f.name not in data:
@@ -313,16 +313,12 @@ def _build(cls: type[M], data: dict[str, Any]) -> M:
     return cls(**values)
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_HINTS: dict[type, dict[str, Any]] = {}  # each message class's annotations, read once
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
-
-
-def _fits(value: Any, hint: Any) -> bool:
+# `hint` is an annotation of the classes above (`str | None`, `list[dict[str, Any]]`).
+# Any: a typing form has no type of its own.
+def _fits(value: object, hint: Any) -> bool:
     """Whether JSON `value` matches the annotation `hint` (the shapes used above)."""
     if hint is Any:
         return True
