@@ -61,7 +61,11 @@ def peak_rss_mib(pid: int) -> float:
 
 def mcp_children() -> list[int]:
     """Pids of this process's `seelen mcp` children."""
-    return [p for p in children(os.getpid()) if b"mcp" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    return [
+        p
+        for p in children(os.getpid())
+        if b"mcp" in Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+    ]
 
 
 async def stdio_run(questions: list[str], starts: int, searches: int) -> None:
