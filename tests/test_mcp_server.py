@@ -22,33 +22,24 @@ from typing import Any
 
 import httpx2
 import pytest
-from helpers import open_store, run_cli, run_seelen, wait_gone
+from helpers import (
+    open_store,
+    piped_chat,
+    run_cli,
+    run_seelen,
+    wait_gone,
+)
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
-from model_server import ModelServer, Reply
+from model_server import ModelServer
 
 from seelen.config import load_settings
-from seelen.owner import wire
-from seelen.owner.client import owner_status, request
+from seelen.owner.client import owner_status
 
 SEELEN = str(Path(sys.executable).with_name("seelen"))
 # An SSE read may wait for a fresh owner to open the profile (httpx waits 5 s by default).
 LONG = httpx2.Timeout(30, read=120)  # the installed command
-
-
-def _echo(body: dict) -> Reply:
-    users = [m for m in body["messages"] if m["role"] == "user"]
-    return Reply(text=f"answer to {users[-1]['content']}")
-
-
-@pytest.fixture
-def mcp_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
-    """The test model server; `seelen mcp` works through the owner, stopped after."""
-    env.responder = _echo
-    monkeypatch.setenv("SEELEN_OWNER", "true")
-    yield env
-    request(wire.socket_path(load_settings()), wire.Stop())
 
 
 @asynccontextmanager
@@ -90,7 +81,7 @@ async def _search_json(query: str) -> dict[str, Any]:
 
 
 async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory(
-    mcp_env: ModelServer, data_dir: Path
+    owner_env: ModelServer, data_dir: Path
 ) -> None:
     assert run_seelen("ask", "My sister Lena lives in Porto.").returncode == 0
     async with stdio_session() as session:
@@ -141,7 +132,7 @@ async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory
 
 
 async def test_a_profile_that_does_not_exist_is_one_sentence_and_nothing_is_made(
-    mcp_env: ModelServer, data_dir: Path
+    owner_env: ModelServer, data_dir: Path
 ) -> None:
     from mcp import Client
 
@@ -168,7 +159,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def http_server(mcp_env: ModelServer, data_dir: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+def http_server(owner_env: ModelServer, data_dir: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     """`seelen mcp --http` on a free port; yields its URL and process."""
     port = _free_port()
     process = subprocess.Popen(
@@ -237,14 +228,12 @@ async def test_http_needs_the_bearer_token_and_serves_the_sdk_client(
 
 
 async def test_clients_remember_at_once_beside_an_open_chat(
-    mcp_env: ModelServer, data_dir: Path
+    owner_env: ModelServer, data_dir: Path
 ) -> None:
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
-    chat = subprocess.Popen(
-        [SEELEN, "chat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    chat = piped_chat([SEELEN, "chat"])
     try:
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
@@ -294,7 +283,7 @@ async def test_clients_remember_at_once_beside_an_open_chat(
 
 
 async def test_the_owner_killed_in_the_middle_of_a_call_is_replaced_unseen(
-    mcp_env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    owner_env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EMBEDDING_PROVIDER", "openai")  # embedding goes through the server
     monkeypatch.setenv("EMBEDDING_MODEL", "test-embedding")
@@ -305,7 +294,7 @@ async def test_the_owner_killed_in_the_middle_of_a_call_is_replaced_unseen(
             held.set()
             release.wait(60)
 
-    mcp_env.on_embed = hold
+    owner_env.on_embed = hold
     async with stdio_session() as session:
         await call(session, "recent_sessions")  # the owner is up
         pid = owner_status(load_settings()).pid

@@ -11,34 +11,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from helpers import open_store, run_seelen, wait_gone
+from helpers import echo, open_store, piped_chat, run_seelen, wait_gone
 from model_server import ModelServer, Reply
 
 import seelen
 from seelen.config import load_settings
 from seelen.owner import wire
-from seelen.owner.client import owner_status, request
-
-
-def _echo(body: dict) -> Reply:
-    users = [m for m in body["messages"] if m["role"] == "user"]
-    return Reply(text=f"answer to {users[-1]['content']}")
-
-
-@pytest.fixture
-def owner_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
-    """The test model server, with asks going through a warm owner that is stopped after."""
-    env.responder = _echo
-    monkeypatch.setenv("SEELEN_OWNER", "true")
-    yield env
-    settings = load_settings()
-    # Ask it to stop, without waiting: it finishes on its own, and the next test has its own
-    # data dir (and so its own owner).
-    request(wire.socket_path(settings), wire.Stop())
+from seelen.owner.client import owner_status
 
 
 def _status() -> wire.StatusReply:
@@ -172,13 +153,7 @@ def test_eight_parallel_asks_share_one_owner_and_each_gets_its_own_answer(
 def test_an_open_chat_answers_asks_from_other_terminals(
     owner_env: ModelServer, data_dir: Path
 ) -> None:
-    chat = subprocess.Popen(
-        [sys.executable, "-m", "seelen", "chat"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    chat = piped_chat()
     try:
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
@@ -217,7 +192,7 @@ class _Gates:
         for name, gate in self.gates.items():
             if question.startswith(name):
                 gate.wait(60)
-        return _echo(body)
+        return echo(body)
 
     def open(self, name: str | None = None) -> None:
         for key, gate in self.gates.items():
@@ -309,13 +284,7 @@ def test_a_chat_opening_and_leaving_answers_the_asks_it_took(
     assert run_seelen("ask", "warm up").returncode == 0
     owner_env.responder = gates = _Gates("before the chat", "as the chat leaves")
     socket_file = data_dir / "default" / "owner.sock"
-    chat = subprocess.Popen(
-        [sys.executable, "-m", "seelen", "chat"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    chat = piped_chat()
     try:
         before = [f"before the chat {i}" for i in range(2)]
         asks = _start_asks(*before)
@@ -370,6 +339,6 @@ def test_an_owner_killed_mid_answer_says_the_question_is_saved(
     store = open_store(data_dir)
     users = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
     assert users == ["warm up", "the question that stays"]
-    owner_env.responder = _echo
+    owner_env.responder = echo
     again = run_seelen("ask", "and now?")  # a fresh owner takes over
     assert again.returncode == 0 and again.stdout == "answer to and now?\n", again.stderr
