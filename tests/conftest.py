@@ -16,8 +16,12 @@ pytest_plugins = ["model_server"]
 
 
 @pytest.fixture(autouse=True)
-def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point Seelen at a temporary data dir and clear settings from the outer environment."""
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point Seelen at a temporary data dir and clear settings from the outer environment.
+
+    Opening a profile narrows the process's umask (`seelen.files.make_private`); it is put
+    back after each test, so that no test sees another's.
+    """
     import os
 
     for key in list(os.environ):
@@ -38,7 +42,10 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "data"
     monkeypatch.setenv("SEELEN_DATA_DIR", str(directory))
     monkeypatch.chdir(tmp_path)  # no stray .env or mcp_servers.json from the checkout
-    return directory
+    umask = os.umask(0o022)
+    os.umask(umask)
+    yield directory
+    os.umask(umask)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import wait_until_async
 from model_server import ModelServer, Reply
 
 from seelen.agent.events import Done, Failed, TextDelta
@@ -156,8 +157,7 @@ async def test_cancelled_reply_keeps_what_was_shown(env: ModelServer) -> None:
                 seen.append(event.text)
 
     task = asyncio.create_task(consume())
-    while len(seen) < 3:
-        await asyncio.sleep(0.02)
+    await wait_until_async(lambda: len(seen) >= 3, 30, "the reply never streamed three pieces")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -152,9 +152,5 @@ def test_usage_errors_are_explained_with_exit_code_2() -> None:
 
 
 def test_shell_completion_can_be_installed() -> None:
-    from typer.testing import CliRunner
-
-    from seelen.cli.main import app
-
-    result = CliRunner().invoke(app, ["--help"])
-    assert "--install-completion" in result.output and "--show-completion" in result.output
+    result = run_cli("--help")
+    assert "--install-completion" in result.stdout and "--show-completion" in result.stdout

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from helpers import run_cli
 
 from seelen.app import App, build_app
-from seelen.cli.main import app as cli
 from seelen.config import load_settings
 from seelen.memory import maintenance
 from seelen.store.schema import index_text
@@ -76,17 +75,16 @@ def test_check_finds_drift_and_repair_fixes_it_without_losing_a_word(memory: App
 
 
 def test_db_commands_exit_1_on_a_damaged_index_until_repaired(memory: App) -> None:
-    runner = CliRunner()
-    assert runner.invoke(cli, ["db", "check"]).exit_code == 0
+    assert run_cli("db", "check").returncode == 0
     for data in (memory.settings.profile_dir / "lancedb").glob("*.lance/data/*"):
         data.write_bytes(b"garbage" * 9)
-    bad = runner.invoke(cli, ["db", "check"])
-    assert bad.exit_code == 1 and "FAIL vector index readable" in bad.output
-    fixed = runner.invoke(cli, ["db", "repair"])
-    assert fixed.exit_code == 0, fixed.output
-    assert "moved it to" in fixed.output and "indexed 14 texts" in fixed.output
-    assert runner.invoke(cli, ["db", "check"]).exit_code == 0
-    stats = runner.invoke(cli, ["db", "stats"]).output
+    bad = run_cli("db", "check")
+    assert bad.returncode == 1 and "FAIL vector index readable" in bad.stdout
+    fixed = run_cli("db", "repair")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "moved it to" in fixed.stdout and "indexed 14 texts" in fixed.stdout
+    assert run_cli("db", "check").returncode == 0
+    stats = run_cli("db", "stats").stdout
     assert "vectors of turns       12" in stats and "damaged indexes kept   1" in stats
 
 
@@ -187,16 +185,15 @@ def test_restore_recovers_a_damaged_or_lost_database(memory: App, damage: str) -
         db.write_bytes(b"\x00garbage" * 512)
     else:
         db.unlink()
-    runner = CliRunner()
-    bad = runner.invoke(cli, ["db", "check"])
-    assert bad.exit_code == 1 and "FAIL SQLite integrity" in bad.output
-    restored = runner.invoke(cli, ["db", "restore"])
-    assert restored.exit_code == 0, restored.output
-    assert good.name in restored.output
+    bad = run_cli("db", "check")
+    assert bad.returncode == 1 and "FAIL SQLite integrity" in bad.stdout
+    restored = run_cli("db", "restore")
+    assert restored.returncode == 0, restored.stderr
+    assert good.name in restored.stdout
     again = Store(db)
     assert again.count_turns() == 12
     again.close()
     saved = [p for p in maintenance.backups(profile) if "before-restore" in p.name]
     if damage == "garbage":  # the damaged file is kept, byte for byte
         assert (saved[0] / "chat_sessions.db").read_bytes() == b"\x00garbage" * 512
-    assert runner.invoke(cli, ["db", "check"]).exit_code == 0
+    assert run_cli("db", "check").returncode == 0

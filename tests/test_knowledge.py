@@ -5,11 +5,10 @@ from __future__ import annotations
 import io
 import os
 import stat
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import wait_until, wait_until_async
 from model_server import ModelServer
 from rich.console import Console
 
@@ -20,6 +19,10 @@ from seelen.knowledge import Knowledge, NoteFilter
 from seelen.knowledge.search import cut_around
 from seelen.knowledge.text import terms
 from seelen.memory.context import estimate_tokens
+
+# How long a change to the notes may take to reach the index: the watcher's settling time plus
+# one re-index, a fraction of a second, many times over on a loaded machine.
+REFLECTED = 20.0
 
 # --- a generated novel: characters with profiles, places, chapters; some in Chinese -------
 
@@ -111,16 +114,6 @@ def knowledge(notes: Path, tmp_path: Path):
 
 def files_of(passages) -> list[str]:
     return [os.path.basename(p.file) for p in passages]
-
-
-def wait_until(check: Callable[[], bool], seconds: float = 10.0) -> float:
-    """Poll `check` until true; returns the seconds it took (fails after `seconds`)."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > seconds:
-            pytest.fail(f"not reflected within {seconds} s")
-        time.sleep(0.02)
-    return time.monotonic() - start
 
 
 # --- retrieval -----------------------------------------------------------------------------
@@ -237,19 +230,37 @@ def test_watcher_reflects_edit_new_and_deleted_files(notes: Path, tmp_path: Path
     assert k.wait_ready(20)
     profile = notes / "characters" / "jonah-pike.md"
     profile.write_text("# Jonah Pike\n\nJonah Pike now keeps a tame albatross named Wendel.\n")
-    wait_until(lambda: "albatross" in " ".join(p.text for p in k.search("albatross Wendel", 500)))
+    wait_until(
+        lambda: "albatross" in " ".join(p.text for p in k.search("albatross Wendel", 500)),
+        REFLECTED,
+        "an edited note is not found by its new words",
+    )
     (notes / "chapters" / "epilogue.md").write_text("# Epilogue\n\nThe quokka festival ended.\n")
-    wait_until(lambda: "epilogue.md" in files_of(k.search("quokka festival", 500)))
+    wait_until(
+        lambda: "epilogue.md" in files_of(k.search("quokka festival", 500)),
+        REFLECTED,
+        "a new note is not found",
+    )
     profile.unlink()
-    wait_until(lambda: k.search("albatross Wendel", 500) == [])
+    wait_until(
+        lambda: k.search("albatross Wendel", 500) == [], REFLECTED, "a deleted note is still found"
+    )
     assert "jonah-pike.md" not in files_of(k.search("Jonah Pike smuggler", 2000))
     moved = tmp_path / "appendix"
     moved.mkdir()
     (moved / "maps.md").write_text("# Maps\n\nThe archipelago of Quillon.\n")
     moved.rename(notes / "appendix")  # a whole folder moved in
-    wait_until(lambda: files_of(k.search("Quillon archipelago", 500)) == ["maps.md"])
+    wait_until(
+        lambda: files_of(k.search("Quillon archipelago", 500)) == ["maps.md"],
+        REFLECTED,
+        "a folder moved in is not found",
+    )
     (notes / "appendix").rename(tmp_path / "gone")  # and out again
-    wait_until(lambda: k.search("Quillon archipelago", 500) == [])
+    wait_until(
+        lambda: k.search("Quillon archipelago", 500) == [],
+        REFLECTED,
+        "a folder moved out is still found",
+    )
     k.close()
 
 
@@ -294,7 +305,11 @@ async def test_each_turn_brings_notes_into_the_prompt_and_follows_edits(
     assert "cartographer who maps the drowned coast" in system
     profile = notes / "characters" / "mirela-okafor.md"
     profile.write_text("# Mirela Okafor\n\nMirela Okafor retired to breed goats.\n")
-    wait_until(lambda: "goats" in " ".join(p.text for p in app.knowledge.search("Mirela", 500)))
+    await wait_until_async(
+        lambda: "goats" in " ".join(p.text for p in app.knowledge.search("Mirela", 500)),
+        REFLECTED,
+        "the edited note is not found by its new words",
+    )
     [e async for e in app.bot.turn("And Mirela Okafor now?")]
     system = env.chat_requests()[-1]["messages"][0]["content"]
     assert "breed goats" in system and "drowned coast" not in system
@@ -322,20 +337,17 @@ async def test_repl_shows_used_files_and_searches_by_hand(
 
 
 def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path) -> None:
-    from typer.testing import CliRunner
+    from helpers import run_cli
 
-    from seelen.cli.main import app
-
-    runner = CliRunner()
-    added = runner.invoke(app, ["knowledge", "add", str(notes)])
-    assert added.exit_code == 0, added.output
+    added = run_cli("knowledge", "add", str(notes))
+    assert added.returncode == 0, added.stderr
     assert str(notes) in (data_dir / "default" / "knowledge_folders.json").read_text()
-    found = runner.invoke(app, ["knowledge", "search", "Piotr Halvorsen lighthouse keeper"])
-    assert "piotr-halvorsen.md" in found.output
-    listed = runner.invoke(app, ["knowledge", "list"])
-    assert f"{notes}  (profile, 49 notes indexed)" in listed.output
-    assert runner.invoke(app, ["knowledge", "remove", str(notes)]).exit_code == 0
-    assert "no knowledge folder" in runner.invoke(app, ["knowledge", "list"]).output
+    found = run_cli("knowledge", "search", "Piotr Halvorsen lighthouse keeper")
+    assert "piotr-halvorsen.md" in found.stdout
+    listed = run_cli("knowledge", "list")
+    assert f"{notes}  (profile, 49 notes indexed)" in listed.stdout
+    assert run_cli("knowledge", "remove", str(notes)).returncode == 0
+    assert "no knowledge folder" in run_cli("knowledge", "list").stdout
 
 
 async def test_ask_names_the_notes_it_used_on_stderr(

@@ -123,7 +123,8 @@ def test_importing_chinese_switches_auto_to_the_multilingual_model_and_reindexes
 
 async def test_a_running_chat_switches_after_a_session_in_another_language(tmp_path: Path) -> None:
     import asyncio
-    import time
+
+    from helpers import wait_until_async
 
     from seelen.app import build_app
 
@@ -138,9 +139,7 @@ async def test_a_running_chat_switches_after_a_session_in_another_language(tmp_p
     sid = app.store.create_session(status="archived").session_id
     cat = app.store.add_turns(sid, [("user", t, None, None) for t in OTHER[:MIN_OTHER]])[0]
     assert app.follow_language()
-    deadline = time.monotonic() + 30
-    while app.index.behind() and time.monotonic() < deadline:  # re-indexed in the background
-        await asyncio.sleep(0.05)
+    await wait_until_async(lambda: not app.index.behind(), 30, "never re-indexed for Chinese")
     assert app.index.index.stored_model() == E5Embedder.model_id
     found = app.recall.search("What is my cat called?", None, "vector").turns
     assert found[0].text_id == cat.text_id

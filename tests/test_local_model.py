@@ -8,13 +8,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import openai
 import pytest
+from helpers import wait_until
 
 from seelen.errors import ModelError
 from seelen.models.local import (
@@ -222,19 +222,25 @@ def test_failure_reason_prefers_llama_cpp_cause_then_python_traceback() -> None:
 
 
 PARENT = """
-import json, sys, threading, time
+import json, os, sys, threading, time
 from pathlib import Path
-from seelen.models.local import LocalServer
+from seelen.models.local import LocalServer, _get_json
 server = LocalServer(Path(sys.argv[1]), ctx_size=512)
 if sys.argv[2] == "worker":
     worker = threading.Thread(target=server.start)
     worker.start()
     worker.join()
-    time.sleep(0.3)  # the server must survive the thread that started it
+    # The kernel sends a parent-death signal as the starting thread's task ends: once the task
+    # is gone, an answer from the server shows that it survived the thread.
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/self/task/{worker.native_id}"):
+        assert time.monotonic() < deadline, "the starting thread never ended"
+        time.sleep(0.01)
 else:
     server.start()
-print(json.dumps({"pid": server.pid, "base_url": server.base_url}), flush=True)
-time.sleep(60)
+health = _get_json(server.base_url.removesuffix("/v1") + "/health", server.api_key)
+print(json.dumps({"pid": server.pid, "base_url": server.base_url, "health": health}), flush=True)
+time.sleep(60)  # until the test kills it
 """
 
 
@@ -248,7 +254,7 @@ def test_server_dies_when_seelen_is_killed(starter: str) -> None:
     try:
         assert parent.stdout is not None
         started = json.loads(parent.stdout.readline())
-        assert not process_gone(started["pid"])
+        assert started["health"]["status"] == "ok" and not process_gone(started["pid"])
         os.kill(parent.pid, signal.SIGKILL)  # no atexit, no stop(): only the kernel acts
         parent.wait()
         port = port_of(started["base_url"])
@@ -257,10 +263,7 @@ def test_server_dies_when_seelen_is_killed(starter: str) -> None:
             # Both: a dying process's leader shows as a zombie while its threads still exit.
             return process_gone(started["pid"]) and refuses_connections(port)
 
-        deadline = time.monotonic() + 5
-        while not server_gone() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server_gone()
+        wait_until(server_gone, 10, "the model server outlived the killed Seelen")
     finally:
         parent.kill()
         parent.wait()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import call_tool, child_pids
+from helpers import call_tool, child_pids, wait_until_async
 from model_server import ModelServer, Reply
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -73,8 +73,10 @@ async def test_a_cached_server_is_offered_at_once_and_started_by_its_first_call(
     offered = sorted(second.registry.names())
     assert offered == ["tiny_crash", "tiny_echo", "tiny_picture", "tiny_slow"]
     assert second.status()[0].line() == "tiny: not started (4 tools known; it starts on first use)"
-    await asyncio.sleep(0.5)  # time enough for a server process to have started
-    assert starts(marker) == 1
+    # Whatever start() set going has finished (a connection would be waited for here), and
+    # the server was not started by it.
+    assert await second.wait_ready(PATIENT)
+    assert starts(marker) == 1 and second.status()[0].state == "idle"
     outcome = await call_tool(second.registry, "tiny_echo", {"text": "hello"})
     assert (outcome.ok, outcome.content) == (True, "hello")
     assert starts(marker) == 2 and second.status()[0].state == "ready"
@@ -200,10 +202,7 @@ async def test_the_interactive_chat_starts_cached_servers_while_the_user_types(
         console = Console(file=io.StringIO(), width=100)
         repl = Repl(None, console, settings=load_settings(), pt_input=pipe, pt_output=DummyOutput())
         chat = asyncio.create_task(repl.run_terminal())
-        for _ in range(int(PATIENT / 0.05)):
-            if starts(marker) == 2:
-                break
-            await asyncio.sleep(0.05)
+        await wait_until_async(lambda: starts(marker) == 2, PATIENT, "no server started")
         pipe.send_text("/exit\r")
         await asyncio.wait_for(chat, PATIENT)
     assert starts(marker) == 2 and env.chat_requests() == []

@@ -5,16 +5,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from helpers import call_tool
+from helpers import call_tool, wait_until_async
 from model_server import ModelServer, Reply
 from rich.console import Console
 
@@ -59,9 +57,7 @@ async def test_logs_stay_in_the_log_file_task_only_tools_are_hidden_resources_re
         assert resource.ok and resource.content.startswith("Resource 7: ")
         assert (await call_tool(registry, "everything_toggle-simulated-logging")).ok
         log = logs / "mcp-everything.log"
-        deadline = time.monotonic() + 10
-        while "server log:" not in log.read_text() and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        await wait_until_async(lambda: "server log:" in log.read_text(), 10, "no server log line")
         # Off again: with its 5-second timer running, the server does not exit when its
         # stdin closes, and closing waits 2 s for it before ending it.
         assert (await call_tool(registry, "everything_toggle-simulated-logging")).ok

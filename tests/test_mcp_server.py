@@ -14,7 +14,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,6 +27,8 @@ from helpers import (
     run_cli,
     run_seelen,
     wait_gone,
+    wait_until,
+    wait_until_async,
 )
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -169,14 +170,16 @@ def http_server(owner_env: ModelServer, data_dir: Path) -> Iterator[tuple[str, s
         text=True,
     )
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 60
-    while True:
+
+    def listening() -> bool:
+        assert process.poll() is None, process.communicate()
         try:
             httpx2.get(url, timeout=1)
-            break
         except httpx2.TransportError:
-            assert time.monotonic() < deadline and process.poll() is None, process.stderr
-            time.sleep(0.05)
+            return False
+        return True
+
+    wait_until(listening, 60, "seelen mcp --http never listened")
     try:
         yield url, process
     finally:
@@ -238,10 +241,13 @@ async def test_clients_remember_at_once_beside_an_open_chat(
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
         chat.stdin.flush()
-        deadline = time.monotonic() + 60
-        while (status := owner_status(load_settings())) is None or status.kind != "chat":
-            assert time.monotonic() < deadline and chat.poll() is None
-            time.sleep(0.05)
+
+        def serving() -> bool:
+            assert chat.poll() is None, chat.communicate()
+            status = owner_status(load_settings())
+            return status is not None and status.kind == "chat"
+
+        await wait_until_async(serving, 60, "the chat never served the profile")
         texts = {n: [f"{n} fact {i}: the code is {n}-{i}" for i in range(3)] for n in "ab"}
         async with stdio_session(name="client-a") as a, stdio_session(name="client-b") as b:
             sessions = {"a": a, "b": b}

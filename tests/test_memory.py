@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import wait_until_async
 from model_server import ModelServer, Reply
 
 from seelen.agent.events import Done
@@ -189,11 +189,8 @@ async def test_archive_resumes_after_a_failure_without_redoing_steps(env: ModelS
 
 
 async def wait_indexed(app: App, seconds: float = 10) -> None:
-    deadline = time.monotonic() + seconds
     assert await asyncio.to_thread(app.index.wait_idle, seconds)
-    while app.store.count_unindexed() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert app.store.count_unindexed() == 0
+    await wait_until_async(lambda: not app.store.count_unindexed(), seconds, "texts left unindexed")
 
 
 async def test_a_fact_from_an_earlier_session_reaches_a_later_prompt(env: ModelServer) -> None:

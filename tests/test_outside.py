@@ -7,10 +7,8 @@ import json
 from pathlib import Path
 
 from helpers import open_store, run_cli
-from typer.testing import CliRunner
 
 from seelen.api import Memory
-from seelen.cli.main import app
 from seelen.memory.clock import Clock
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.transfer import render_export
@@ -49,14 +47,13 @@ def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monke
     # The smallest prompt: the long turn cannot fit the recalled-turns share (12% of 512).
     monkeypatch.setenv("CONTEXT_TOKENS", "512")
     source = export_file(tmp_path)
-    runner = CliRunner()
-    result = runner.invoke(app, ["import", str(source)])
-    assert result.exit_code == 0, result.output
-    assert "Imported 2 sessions, 3 turns and 1 summaries." in result.output
+    result = run_cli("import", str(source))
+    assert result.returncode == 0, result.stderr
+    assert "Imported 2 sessions, 3 turns and 1 summaries." in result.stderr
     assert open_store(data_dir).count_unindexed() == 0  # indexed right away
 
-    found = runner.invoke(app, ["memory", "search", "--json", "peanut allergy"])
-    assert found.exit_code == 0, found.output
+    found = run_cli("memory", "search", "--json", "peanut allergy")
+    assert found.returncode == 0, found.stderr
     data = json.loads(found.stdout)
     top = data["turns"][0]
     assert "peanut" in top["text"] and top["rank"] == 1 and top["in_prompt"] is True
@@ -65,23 +62,21 @@ def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monke
     assert data["summaries"][0]["text"] == "The user has a peanut allergy."
     assert data["summaries"][0]["time"] == "2023-11-14T22:13:20.123+00:00"
 
-    cake = runner.invoke(app, ["memory", "search", "--json", "plum cake recipe"])
+    cake = run_cli("memory", "search", "--json", "plum cake recipe")
     item = json.loads(cake.stdout)["turns"][0]
     assert item["text"] == LONG and item["in_prompt"] is False
 
-    batch = runner.invoke(
-        app,
-        ["memory", "search", "--json", "--batch", "--limit", "1"],
-        input="plum cake\n\npeanuts\n",
+    batch = run_cli(
+        "memory", "search", "--json", "--batch", "--limit", "1", stdin="plum cake\n\npeanuts\n"
     )
-    assert batch.exit_code == 0, batch.output
+    assert batch.returncode == 0, batch.stderr
     lines = [json.loads(line) for line in batch.stdout.splitlines()]
     assert [d["query"] for d in lines] == ["plum cake", "", "peanuts"]
     assert lines[0]["turns"][0]["text"] == LONG and len(lines[0]["turns"]) == 1
     assert lines[1]["turns"] == [] and "peanut" in lines[2]["turns"][0]["text"]
 
-    again = runner.invoke(app, ["import", str(source)])
-    assert "Imported 0 sessions, 0 turns and 0 summaries." in again.output
+    again = run_cli("import", str(source))
+    assert "Imported 0 sessions, 0 turns and 0 summaries." in again.stderr
 
 
 def test_export_to_a_file_exits_zero(data_dir: Path) -> None:
@@ -90,8 +85,8 @@ def test_export_to_a_file_exits_zero(data_dir: Path) -> None:
     session = store.create_session()
     store.add_turn(session.session_id, "user", "Keep this exactly.")
     out = data_dir / "out.json"
-    result = CliRunner().invoke(app, ["export", "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    result = run_cli("export", "-o", str(out))
+    assert result.returncode == 0, result.stderr
     texts = [t["text"] for s in json.loads(out.read_text("utf-8"))["sessions"] for t in s["turns"]]
     assert texts == ["Keep this exactly."]
 

@@ -10,10 +10,9 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
-from helpers import echo, open_store, piped_chat, run_seelen, wait_gone
+from helpers import echo, open_store, piped_chat, run_seelen, wait_gone, wait_until
 from model_server import ModelServer, Reply
 
 import seelen
@@ -87,9 +86,7 @@ def test_an_owner_of_another_version_is_replaced(
         cwd=tmp_path,
     )
     try:
-        deadline = time.monotonic() + 30
-        while owner_status(load_settings()) is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: owner_status(load_settings()), 30, "the old owner never answered")
         assert _status().version.startswith("0.0.1+")
         result = run_seelen("ask", "are you new?")
         assert result.returncode == 0, result.stderr
@@ -158,10 +155,12 @@ def test_an_open_chat_answers_asks_from_other_terminals(
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
         chat.stdin.flush()
-        deadline = time.monotonic() + 30
-        while owner_status(load_settings()) is None:
-            assert time.monotonic() < deadline and chat.poll() is None
-            time.sleep(0.05)
+
+        def serving() -> bool:
+            assert chat.poll() is None, chat.communicate()
+            return owner_status(load_settings()) is not None
+
+        wait_until(serving, 30, "the chat never answered as the profile's owner")
         assert _status().kind == "chat"
         asked = run_seelen("ask", "from another terminal")  # the chat's pipe stays open
         assert asked.returncode == 0, asked.stderr
@@ -202,10 +201,19 @@ class _Gates:
 
 def _wait_stopping(socket_file: Path, process: subprocess.Popen[str]) -> None:
     """Until the owner behind `socket_file` takes no new connection (it is stopping)."""
-    deadline = time.monotonic() + 60
-    while socket_file.exists():
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.05)
+
+    def stopping() -> bool:
+        assert process.poll() is None, process.communicate()
+        return not socket_file.exists()
+
+    wait_until(stopping, 60, "the owner kept taking connections")
+
+
+def _serving(kind: str, process: subprocess.Popen[str]) -> bool:
+    """Whether an owner of `kind` serves the profile (`process`, which should, still runs)."""
+    assert process.poll() is None, process.communicate()
+    status = owner_status(load_settings())
+    return status is not None and status.kind == kind
 
 
 def _start_asks(*questions: str, ephemeral: bool = False) -> list[subprocess.Popen[str]]:
@@ -231,13 +239,12 @@ def _finish(asks: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
 
 def _wait_for_clients(count: int, seconds: float = 60) -> None:
     """Until the profile's owner holds `count` connections (answering or queued)."""
-    deadline = time.monotonic() + seconds
-    while True:
+
+    def holding() -> bool:
         status = owner_status(load_settings())
-        if status is not None and status.clients >= count:
-            return
-        assert time.monotonic() < deadline, f"the owner never held {count} clients: {status}"
-        time.sleep(0.05)
+        return status is not None and status.clients >= count
+
+    wait_until(holding, seconds, f"the owner never held {count} clients")
 
 
 def _answered_once(data_dir: Path, questions: list[str]) -> None:
@@ -297,18 +304,16 @@ def test_a_chat_opening_and_leaving_answers_the_asks_it_took(
         # Asked while the chat opens: they wait for it, and it answers them.
         during = [f"while the chat opens {i}" for i in range(2)]
         asks += _start_asks(*during)
-        deadline = time.monotonic() + 60
-        while (status := owner_status(load_settings())) is None or status.kind != "chat":
-            assert time.monotonic() < deadline and chat.poll() is None
-            time.sleep(0.05)
+        wait_until(lambda: _serving("chat", chat), 60, "the chat never served the profile")
         last = [f"as the chat leaves {i}" for i in range(2)]
         asks += _start_asks(*last)
-        while True:  # every ask still running is connected to the chat
+
+        def all_connected() -> bool:  # every ask still running is connected to the chat
             running = sum(1 for a in asks if a.poll() is None)
-            if (status := owner_status(load_settings())) and status.clients >= running:
-                break
-            assert time.monotonic() < deadline and chat.poll() is None
-            time.sleep(0.05)
+            status = owner_status(load_settings())
+            return status is not None and status.clients >= running
+
+        wait_until(all_connected, 60, "the asks never reached the chat")
         chat.stdin.close()  # the chat leaves
         _wait_stopping(socket_file, chat)
     finally:
@@ -327,10 +332,10 @@ def test_an_owner_killed_mid_answer_says_the_question_is_saved(
     pid = _status().pid
     owner_env.responder = lambda body: Reply(text="a slow answer " * 20, chunk_delay=0.2)
     (ask,) = _start_asks("the question that stays")
-    deadline = time.monotonic() + 60
-    while len(owner_env.chat_requests()) < 2:  # the question is stored before the model call
-        assert time.monotonic() < deadline and ask.poll() is None
-        time.sleep(0.05)
+    # The question is stored before the model is called.
+    wait_until(
+        lambda: len(owner_env.chat_requests()) >= 2, 60, "the question never reached the model"
+    )
     os.kill(pid, signal.SIGKILL)
     ((code, _out, err),) = _finish([ask])
     assert code == 1

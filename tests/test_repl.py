@@ -8,6 +8,7 @@ import io
 import os
 import signal
 
+from helpers import wait_until_async
 from model_server import ModelServer, Reply
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -81,12 +82,9 @@ async def test_ctrl_c_on_a_typed_line_keeps_it_in_history(env: ModelServer) -> N
         await repl.start()
         loop = asyncio.create_task(repl.run_interactive())
         pipe.send_text("a long message I did not mean to lose\x03")
-        while "line cleared" not in out.getvalue():
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.2)  # a person presses ↑ a moment later
+        await wait_until_async(lambda: "line cleared" in out.getvalue(), 20, "Ctrl-C ignored")
         pipe.send_text("\x1b[A\r")  # arrow up brings it back; Enter sends it
-        while not repl.app.sessions.live_turns():
-            await asyncio.sleep(0.02)
+        await wait_until_async(repl.app.sessions.live_turns, 20, "the line was never sent")
         pipe.send_text("/q\r")
         await asyncio.wait_for(loop, 20)
     assert "line cleared" in out.getvalue()
@@ -116,8 +114,7 @@ async def test_ctrl_c_stops_the_reply_and_keeps_what_was_shown(env: ModelServer)
         await repl.start()
 
         async def press_ctrl_c_mid_reply() -> None:
-            while "w2" not in out.getvalue():
-                await asyncio.sleep(0.02)
+            await wait_until_async(lambda: "w2" in out.getvalue(), 20, "no reply shown")
             os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C signal
 
         presser = asyncio.create_task(press_ctrl_c_mid_reply())
@@ -219,7 +216,8 @@ async def test_a_terminal_shows_thinking_until_the_first_word() -> None:
 
     async def events():
         yield Notice("recalled nothing")
-        await asyncio.sleep(0.3)  # the model has not answered yet
+        # The model has not answered yet: the live region (redrawn 12 times a second) says so.
+        await wait_until_async(lambda: "thinking…" in out.getvalue(), 10, "no 'thinking…'")
         seen_before_words.append(out.getvalue())
         yield TextDelta("Hello **there**")
         yield Done("Hello **there**")

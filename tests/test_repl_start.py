@@ -6,10 +6,9 @@ import asyncio
 import contextlib
 import gc
 import io
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from helpers import heavy_imports, open_store
+from helpers import heavy_imports, open_store, wait_until_async
 from model_server import ModelServer
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -17,14 +16,10 @@ from rich.console import Console
 
 from seelen.chat.repl import Repl
 from seelen.config import load_settings
-from seelen.runtime import ProfileLock
+from seelen.runtime import ProfileBusy, ProfileLock
 
-
-async def until(condition: Callable[[], bool], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
+# How long the chat may take to open the profile and answer, on a loaded machine.
+OPEN = 20
 
 
 def terminal_repl(pipe) -> tuple[Repl, io.StringIO]:
@@ -54,19 +49,42 @@ def test_the_prompt_needs_neither_the_runtime_nor_the_renderer() -> None:
 
 
 async def test_a_line_sent_while_another_chat_holds_the_profile_waits_and_is_answered(
-    env: ModelServer, data_dir
+    env: ModelServer, data_dir, monkeypatch
 ) -> None:
+    refused: list[int] = []  # each time the waiting chat tried the lock and was refused
+    acquire = ProfileLock.acquire
+
+    def counted(lock: ProfileLock, **how) -> None:
+        try:
+            acquire(lock, **how)
+        except ProfileBusy:
+            refused.append(1)
+            raise
+
+    monkeypatch.setattr(ProfileLock, "acquire", counted)
     env.enqueue("Answered once the profile was free.")
     with held_by_another_chat() as other, create_pipe_input() as pipe:
         repl, out = terminal_repl(pipe)
         chat = asyncio.create_task(repl.run_terminal())
-        await until(lambda: "waiting for the Seelen chat in another terminal" in out.getvalue())
+        await wait_until_async(
+            lambda: "waiting for the Seelen chat in another terminal" in out.getvalue(),
+            OPEN,
+            "the chat never said it waits",
+        )
         pipe.send_text("typed while it waits\r")
-        await until(lambda: "opening your memory" in out.getvalue())
-        await asyncio.sleep(0.3)
-        assert env.chat_requests() == []  # held, not lost: the other chat still owns it
+        await wait_until_async(
+            lambda: "opening your memory" in out.getvalue(), OPEN, "the line was not taken"
+        )
+        tries = len(refused)
+        await wait_until_async(
+            lambda: len(refused) >= tries + 2, OPEN, "the chat stopped trying the lock"
+        )
+        # Refused again after the line was typed: the line is held, not sent and not lost.
+        assert env.chat_requests() == []
         other.release()
-        await until(lambda: "Answered once the profile was free." in out.getvalue())
+        await wait_until_async(
+            lambda: "Answered once the profile was free." in out.getvalue(), OPEN, "never answered"
+        )
         pipe.send_text("/exit\r")
         await asyncio.wait_for(chat, 20)
     store = open_store(data_dir)
@@ -84,7 +102,9 @@ async def test_leaving_while_waiting_for_the_profile_leaves_at_once(env: ModelSe
         with create_pipe_input() as pipe:
             repl, out = terminal_repl(pipe)
             chat = asyncio.create_task(repl.run_terminal())
-            await until(lambda: "waiting for" in out.getvalue())
+            await wait_until_async(
+                lambda: "waiting for" in out.getvalue(), OPEN, "the chat never said it waits"
+            )
             pipe.send_text("\x04")  # Ctrl-D
             await asyncio.wait_for(chat, 5)
         assert repl._app is None  # it never opened, so it wrote nothing
@@ -96,13 +116,15 @@ async def test_the_restored_session_prints_once_the_profile_is_open(env: ModelSe
         repl, out = terminal_repl(pipe)
         chat = asyncio.create_task(repl.run_terminal())
         pipe.send_text("my boat is called Kestrel\r")
-        await until(lambda: "Kestrel." in out.getvalue())
+        await wait_until_async(lambda: "Kestrel." in out.getvalue(), OPEN, "never answered")
         pipe.send_text("/q\r")
         await asyncio.wait_for(chat, 20)
     with create_pipe_input() as pipe:
         repl, out = terminal_repl(pipe)
         chat = asyncio.create_task(repl.run_terminal())
-        await until(lambda: "Restored your session" in out.getvalue())
+        await wait_until_async(
+            lambda: "Restored your session" in out.getvalue(), OPEN, "never restored"
+        )
         pipe.send_text("/q\r")
         await asyncio.wait_for(chat, 20)
     text = out.getvalue()

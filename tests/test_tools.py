@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Annotated, Any, ClassVar, Literal
@@ -189,11 +188,17 @@ async def test_two_calls_one_failing_give_both_outcomes_in_call_order() -> None:
 
 
 async def test_calls_run_concurrently() -> None:
-    reg = registry(nap)
-    started = time.perf_counter()
-    outcomes = await reg.run_all([ToolCall(str(i), "nap", '{"seconds": 0.2}') for i in range(5)])
-    assert all(o.ok for o in outcomes)
-    assert time.perf_counter() - started < 0.6
+    together = asyncio.Barrier(5)
+
+    @tool
+    async def meet() -> str:
+        """Return once all five calls are running."""
+        await together.wait()  # one call at a time would wait here for ever
+        return "met"
+
+    reg = registry(meet, timeout=10)
+    outcomes = await reg.run_all([ToolCall(str(i), "meet", "{}") for i in range(5)])
+    assert [o.content for o in outcomes] == ["met"] * 5
 
 
 async def test_a_slow_tool_times_out_into_an_error_outcome() -> None:
@@ -300,12 +305,25 @@ async def test_when_both_fail_the_model_sees_both_reasons() -> None:
 
 
 async def test_cancelling_run_all_cancels_the_calls() -> None:
-    reg = registry(nap)
-    task = asyncio.create_task(reg.run_all([ToolCall("1", "nap", '{"seconds": 5}')]))
-    await asyncio.sleep(0.05)
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def linger() -> str:
+        """Wait until cancelled."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    task = asyncio.create_task(registry(linger).run_all([ToolCall("1", "linger", "{}")]))
+    await asyncio.wait_for(started.wait(), 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    assert cancelled.is_set()
 
 
 # ---------------------------------------------------------------- built-in tools
