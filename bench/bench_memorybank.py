@@ -9,8 +9,11 @@ built by importing an export-format JSON (the same code as `seelen import`); the
 asked through the same ranking as `seelen memory search --json` (with --cli, through the real
 commands: `seelen import FILE` and `seelen memory search --batch --json`). For each question:
 R@k is the share of its labelled turns among the first k turns, MRR the reciprocal rank of the
-first one. Reported per language and per mode (bm25, vector, hybrid, at --limit turns), and
-"chat": only the turns chat would put in its prompt (its own turn count and token budget).
+first one. Reported per language and per mode (bm25, vector, hybrid, at --limit turns); then
+R@prompt: the share of labelled turns among those chat would put in its prompt (`in_prompt`:
+recalled turns and their context, within its token budget), with the tokens they cost
+(`prompt_tokens`, mean per question). --tokens sets RECALL_TOKENS (several, comma-separated,
+each its own run); --context sets recall's passage rule, for measuring it.
 
 The data stays outside the repository (../shared/data/memorybank, or --data); only the labels
 are committed. Turn ids are stable, `mb-<lang>-<person>-<date>-<exchange>-<u|a>`, so labels
@@ -33,12 +36,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from seelen.api import Memory
+from seelen.app import recall_tokens
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_recall import add_variant_flags, tune
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "memorybank_labels.json"
 MODES = ("bm25", "vector", "hybrid")
-# "chat": what chat would put in the prompt (default turn count and budget, `in_prompt`).
-ROWS = (*MODES, "chat")
 FILES = {"en": "memory_bank_en.json", "cn": "memory_bank_cn.json"}
 
 
@@ -104,27 +109,52 @@ def score(ranked: Sequence[str], gold: set[str]) -> dict[str, float]:
     }
 
 
+def prompt_score(shown: Sequence[str], tokens: int, gold: set[str]) -> dict[str, float]:
+    """The share of gold turns in the prompt, and what the prompt's recalled turns cost."""
+    return {"R@prompt": len(gold & set(shown)) / len(gold), "tokens": tokens, "turns": len(shown)}
+
+
+def ranked(turns: list[dict]) -> list[str]:
+    """The ids of ranked turns, best first: the listing also holds the prompt's context turns
+    (no rank), which are no part of the ranking."""
+    return [t["text_id"] for t in sorted((t for t in turns if t["rank"]), key=lambda t: t["rank"])]
+
+
 def run_api(
-    root: Path, name: str, export: str, questions: list[str], limit: int, embedder: str
+    root: Path, name: str, export: str, questions: list[str], options: argparse.Namespace
 ) -> dict:
-    """Import and search in-process through seelen.api; {mode: [ranked ids per question]}."""
-    with Memory.open(root, name, TIMEZONE="UTC", EMBEDDING_PROVIDER=embedder) as memory:
+    """Import and search in-process through seelen.api; {mode: [ranked ids per question]},
+    and per budget {"prompt@N": [(ids in the prompt, tokens) per question]}."""
+    settings = {"TIMEZONE": "UTC", "EMBEDDING_PROVIDER": options.embedder}
+    with Memory.open(root, name, **settings) as memory:
         memory.import_json(export)
-        out = {}
+        recall = memory._app.recall
+        assert recall is not None
+        tune(recall, options)
+        out: dict = {}
         for mode in MODES:
-            found = [memory.recall(q, limit, mode)["turns"] for q in questions]
-            out[mode] = [[t["text_id"] for t in turns] for turns in found]
-        chat = [memory.recall(q)["turns"] for q in questions]
-        out["chat"] = [[t["text_id"] for t in turns if t["in_prompt"]] for turns in chat]
+            found = [memory.recall(q, options.limit, mode)["turns"] for q in questions]
+            out[mode] = [ranked(turns) for turns in found]
+        for variant in variants(options):
+            recall.context, given = variant
+            budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
+            recall.token_budget = int(budget) or recall_tokens(memory._app.settings)
+            recall.conv_num = int(cap or options.cap or memory._app.settings.recall_conv_num)
+            chat = [memory.recall(q) for q in questions]
+            out[f"prompt@{variant}"] = [
+                ([t["text_id"] for t in c["turns"] if t["in_prompt"]], c["prompt_tokens"])
+                for c in chat
+            ]
         return out
 
 
 def run_cli(
-    root: Path, name: str, export: str, questions: list[str], limit: int, embedder: str
+    root: Path, name: str, export: str, questions: list[str], options: argparse.Namespace
 ) -> dict:
     """The same through the installed commands, one process per import and per mode."""
     env = {**os.environ, "SEELEN_DATA_DIR": str(root), "SEELEN_PROFILE": name, "TIMEZONE": "UTC"}
-    env["EMBEDDING_PROVIDER"] = embedder
+    env["EMBEDDING_PROVIDER"] = options.embedder
+    limit = options.limit
     command = [sys.executable, "-m", "seelen"]
     path = root / f"{name}.json"
     path.write_text(export, "utf-8")
@@ -137,16 +167,36 @@ def run_cli(
             [*command, *args], env=env, input=lines, text=True, capture_output=True, check=True
         )
         found = [json.loads(line)["turns"] for line in done.stdout.splitlines()]
-        out[mode] = [[t["text_id"] for t in turns] for turns in found]
+        out[mode] = [ranked(turns) for turns in found]
+    for variant in variants(options):
+        budget, _, cap = variant[1].partition(":")
+        args = ["memory", "search", "--json", "--batch"]
+        limits = {"RECALL_TOKENS": budget, **({"RECALL_CONV_NUM": cap} if cap else {})}
+        done = subprocess.run(
+            [*command, *args],
+            env={**env, **limits},
+            input=lines,
+            text=True,
+            capture_output=True,
+            check=True,
+        )
+        chat = [json.loads(line) for line in done.stdout.splitlines()]
+        out[f"prompt@{variant}"] = [
+            ([t["text_id"] for t in c["turns"] if t["in_prompt"]], c["prompt_tokens"]) for c in chat
+        ]
     return out
 
 
-def bench_language(
-    data: Path, lang: str, labels: dict, use_cli: bool, limit: int, embedder: str
-) -> dict:
-    """Scores of every labelled question of one language, per mode."""
+def variants(options: argparse.Namespace) -> list[tuple[str, str]]:
+    """Every (passage rule, budget) asked for, in that nesting."""
+    rules = options.context.split(",")
+    return [(context, budget) for context in rules for budget in options.budgets]
+
+
+def bench_language(data: Path, lang: str, labels: dict, options: argparse.Namespace) -> dict:
+    """Scores of every labelled question of one language, per mode and per budget."""
     people = json.loads((data / FILES[lang]).read_text("utf-8"))
-    by_mode: dict[str, list[dict[str, float]]] = {m: [] for m in ROWS}
+    by_mode: dict[str, list[dict[str, float]]] = {}
     skipped = 0
     with tempfile.TemporaryDirectory() as tmp:
         for p, (name, person) in enumerate(people.items()):
@@ -156,12 +206,14 @@ def bench_language(
                 continue
             export = export_for(lang, p, person["history"])
             questions = [x["question"] for x in items]
-            run = run_cli if use_cli else run_api
-            ranked = run(Path(tmp), slug(lang, p), export, questions, limit, embedder)
+            run = run_cli if options.cli else run_api
+            ranked = run(Path(tmp), slug(lang, p), export, questions, options)
             for mode in ranked:
-                for x, ids in zip(items, ranked[mode], strict=True):
+                for x, got in zip(items, ranked[mode], strict=True):
                     gold = {text_id(lang, p, d, i, r) for d, i, r in x["turns"]}
-                    by_mode[mode].append(score(ids, gold))
+                    prompt = mode.startswith("prompt")
+                    row = prompt_score(*got, gold) if prompt else score(got, gold)
+                    by_mode.setdefault(mode, []).append(row)
     return {"scores": by_mode, "unlabelled": skipped}
 
 
@@ -172,31 +224,45 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="go through the seelen commands")
     parser.add_argument("--limit", type=int, default=10, help="turns listed per question")
     parser.add_argument(
+        "--tokens",
+        default="0",
+        help="RECALL_TOKENS for R@prompt, comma-separated (0: default); BUDGET:CAP caps turns too",
+    )
+    parser.add_argument("--cap", type=int, default=0, help="RECALL_CONV_NUM (0: default)")
+    add_variant_flags(parser)
+    parser.add_argument(
         "--embedder",
         default="auto",
         choices=("auto", "local", "multilingual"),
         help="EMBEDDING_PROVIDER (auto: as a user gets it)",
     )
     args = parser.parse_args()
+    args.budgets = args.tokens.split(",")
     data = find_data(args.data)
     labels = json.loads(LABELS.read_text("utf-8"))
     started = time.perf_counter()
-    print(f"embedder: {args.embedder}")
-    print(f"{'lang':<5}{'mode':<8}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")
+    print(f"embedder: {args.embedder}, BM25 votes x{args.bm25_weight}")
     for lang in args.lang.split(","):
-        result = bench_language(data, lang, labels, args.cli, args.limit, args.embedder)
-        for mode in ROWS:
-            rows = result["scores"][mode]
-            if not rows:
-                continue
-            means = {k: sum(r[k] for r in rows) / max(len(rows), 1) for k in ("R@5", "R@10", "MRR")}
-            print(
-                f"{lang:<5}{mode:<8}{len(rows):>5}{means['R@5']:>8.3f}"
-                f"{means['R@10']:>8.3f}{means['MRR']:>8.3f}"
-            )
+        result = bench_language(data, lang, labels, args)
+        print(f"{'lang':<5}{'mode':<26}{'n':>5}{'R@5':>8}{'R@10':>8}{'MRR':>8}")
+        for mode in MODES:
+            print_means(lang, mode, result["scores"][mode], ("R@5", "R@10", "MRR"))
+        head = f"{'lang':<5}{'budget (context)':<26}{'n':>5}"
+        print(f"{head}{'R@prompt':>8}{'tokens':>8}{'turns':>8}")
+        for variant in variants(args):
+            rows = result["scores"][f"prompt@{variant}"]
+            name = f"{variant[1] if variant[1] != '0' else 'default'} ({variant[0]})"
+            print_means(lang, name, rows, ("R@prompt", "tokens", "turns"))
         if result["unlabelled"]:
             print(f"{lang}: {result['unlabelled']} questions have no supporting turn (skipped)")
-    print(f"({time.perf_counter() - started:.0f} s)")
+    print(f"({time.perf_counter() - started:.0f} s; load {os.getloadavg()[0]:.1f})")
+
+
+def print_means(lang: str, row: str, scores: list[dict[str, float]], keys: Sequence[str]) -> None:
+    """One line of means over the questions."""
+    means = [sum(r[k] for r in scores) / max(len(scores), 1) for k in keys]
+    cells = "".join(f"{m:>8.3f}" if m < 10 else f"{m:>8.0f}" for m in means)
+    print(f"{lang:<5}{row:<26}{len(scores):>5}{cells}")
 
 
 if __name__ == "__main__":

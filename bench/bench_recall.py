@@ -126,7 +126,7 @@ def ranked_ids(
         vector = embed_query(embedder, question)
         hits = memory.index.search("turns", vector, k, exclude_session=memory.current)
         return [h.text_id for h in hits], set()
-    result = recall.search(question, memory.current, mode=mode)
+    result = recall.search(question, memory.current, mode=mode, conv_num=k)
     return [t.text_id for t in result.turns][:k], {s.session_id for s in result.summaries}
 
 
@@ -174,6 +174,31 @@ def metrics(outcomes: Sequence[Outcome], k: int) -> tuple[float, float, float]:
     atk = sum(share_within(o, k) for o in outcomes) / n
     mrr = sum(1 / o.rank for o in outcomes if o.rank is not None) / n
     return at5, atk, mrr
+
+
+def prompt_shares(
+    memory: Memory, recall: Recall, queries: list[BenchQuery]
+) -> list[tuple[str, float, int, int]]:
+    """For each question, as chat would recall it: (kind, share of its supporting turns in
+    the prompt's passages, what they cost in tokens, how many turns they hold)."""
+    out = []
+    for q in queries:
+        needed = {memory.turn_ids[t] for t in q.supporting()}
+        result = recall.search(q.question, memory.current)
+        shown = {t.text_id for t in result.prompt_turns()}
+        out.append((q.kind, len(needed & shown) / len(needed), result.tokens, len(shown)))
+    return out
+
+
+def print_prompt(budget: str, rows: list[tuple[str, float, int, int]]) -> None:
+    """R@prompt, mean tokens and turns per kind, for one budget."""
+    groups = [(k, [r for r in rows if r[0] == k]) for k in KINDS] + [("all", rows)]
+    cells = []
+    for _, group in groups:
+        n = max(len(group), 1)
+        share, tokens = sum(r[1] for r in group) / n, sum(r[2] for r in group) / n
+        cells.append(f"{share:>10.2f}{tokens:>6.0f}{sum(r[3] for r in group) / n:>6.0f}")
+    print(f"{budget:<12}" + "".join(cells))
 
 
 def newest_above_stale(o: Outcome) -> bool:
@@ -235,11 +260,36 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
             weights=weights,
             clock=BenchClock(memory.store.get_session(memory.current).start_ms),
         )
+        tune(recall, args)
         results = evaluate(memory, recall, embedder, data.queries, args.conv_num)
         print_quality(results, args.conv_num)
         if args.verbose:
             print_misses(data, results, args.conv_num)
+        print("\nR@prompt (share of supporting turns in chat's prompt), tokens, turns")
+        print(f"{'budget':12}" + "".join(f"{k:>22}" for k in (*KINDS, "all")))
+        for context in args.context.split(","):
+            print(f"context {context}")
+            for given in args.prompt_tokens.split(","):
+                budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
+                recall.token_budget, recall.conv_num = int(budget), int(cap or args.prompt_cap)
+                recall.context = context
+                print_prompt(given, prompt_shares(memory, recall, data.queries))
         memory.store.close()
+
+
+def add_variant_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the variants under measurement (read by `tune` and the R@prompt loops)."""
+    parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
+    parser.add_argument(
+        "--context", default="brief", help="passage rules (passages.CONTEXTS), comma-separated"
+    )
+
+
+def tune(recall: Recall, args: argparse.Namespace) -> None:
+    """A ranking variant under measurement: BM25's votes scaled."""
+    for name in [*recall.weights, "bm25"]:
+        if name.startswith("bm25"):
+            recall.weights[name] = recall.weights.get(name, 1.0) * args.bm25_weight
 
 
 class BenchClock(Clock):
@@ -343,6 +393,24 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
         print(f"{asked:>16.1f}{chat:>16.1f}")
 
 
+class StagedRecall(Recall):
+    """Chat's recall, timing its passage stage (neighbours looked up, the budget filled): wall
+    time, and the thread's CPU time, which a busy machine inflates far less."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.passage_ms: list[float] = []
+        self.passage_cpu_ms: list[float] = []
+
+    def _passages(self, ranked: list[Any]) -> list[Any]:
+        started, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return super()._passages(ranked)
+        finally:
+            self.passage_ms.append((time.perf_counter() - started) * 1000)
+            self.passage_cpu_ms.append((time.thread_time() - cpu) * 1000)
+
+
 def print_time_stage(memory: Memory, embedder: Embedder, data: Dataset, conv_num: int) -> None:
     """The cost of searching inside a named time: hybrid recall of the questions that name
     a day, with and without that stage (interleaved)."""
@@ -393,17 +461,19 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
     pool = embed_pool(embedder, [*sorted(own), *fillers], max(args.pool, len(own)))
     questions = speed_queries(base, args.queries, args.seed)
     short = [q in {x.question for x in base.queries} for q in questions]
-    print(f"\nRecall latency, query embedding included; conv_num={args.conv_num}, ", end="")
+    print("\nRecall latency (chat's budget and passages), query embedding included; ", end="")
     print(f"{len(pool)} pooled vectors, {os.cpu_count()} cores")
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
             memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
             clock = BenchClock(memory.store.get_session(memory.current).start_ms)
-            recall = Recall(
-                memory.store, memory.index, embedder, conv_num=args.conv_num, clock=clock
-            )
+            # Chat's recall: its default budget and cap, passages included.
+            recall = StagedRecall(memory.store, memory.index, embedder, clock=clock)
             times = time_queries(recall, embedder, questions, memory.current)
             print_latency(size, times, short)
+            for name, stage in (("wall", recall.passage_ms), ("CPU", recall.passage_cpu_ms)):
+                print(f"{'':12}passage stage ({name}): median {np.median(stage):.1f}, ", end="")
+                print(f"p95 {np.percentile(stage, 95):.1f} ms")
             print_time_stage(memory, embedder, base, args.conv_num)
             print(f"{'':12}after: {load_avg()}")
             memory.store.close()
@@ -433,6 +503,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--session-weight", type=float, help="weight of in-session searches (default: Recall's)"
     )
+    parser.add_argument(
+        "--prompt-tokens",
+        default="1500",
+        help="budgets for R@prompt, comma-separated; BUDGET:CAP also caps the turns",
+    )
+    parser.add_argument("--prompt-cap", type=int, default=100, help="turn cap for R@prompt")
+    add_variant_flags(parser)
     parser.add_argument("--queries", type=int, default=200, help="queries timed per size")
     parser.add_argument(
         "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"

@@ -148,17 +148,16 @@ class Settings:
     recall_session_num: int = _setting(
         "RECALL_SESSION_NUM", 3, _int(0, 50), "related past sessions shown to the model"
     )
-    # An upper bound; RECALL_TOKENS is what usually binds. On bench/bench_recall.py (hybrid,
-    # 163 questions) R@6 / R@10 / R@20 = 0.61 / 0.67 / 0.77, the gain mostly in questions
-    # that name a date or paraphrase; 20 short turns still fit the default token budget.
+    # A safety bound only: RECALL_TOKENS decides. At the default budget the passages held
+    # 31 turns on MemoryBank and 70 on bench_recall.py's shorter turns (means a question).
     recall_conv_num: int = _setting(
-        "RECALL_CONV_NUM", 20, _int(0, 200), "most related past turns shown to the model"
+        "RECALL_CONV_NUM", 100, _int(0, 400), "most past turns (with their context) recalled"
     )
     recall_tokens: int = _setting(
         "RECALL_TOKENS",
         0,
         _int(0),
-        "token budget of related past turns; 0 = 12% of CONTEXT_TOKENS",
+        "token budget of recalled past turns; 0 = 1500, at most 20% of CONTEXT_TOKENS",
     )
     timezone: str = _setting("TIMEZONE", "", _timezone, "IANA name; empty = this machine's")
     debug_mode: bool = _setting(

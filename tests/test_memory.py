@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers import wait_until_async
 from model_server import ModelServer, Reply
+from rich.console import Console
 
 from seelen.agent.events import Done
 from seelen.app import App, build_app
+from seelen.chat.render import render_why
 from seelen.config import load_settings
 from seelen.errors import ModelError
 from seelen.memory.persona import PERSONA, PROFILE
@@ -214,12 +217,22 @@ async def test_a_fact_from_an_earlier_session_reaches_a_later_prompt(env: ModelS
     system = env.chat_requests()[-1]["messages"][0]["content"]
     assert "Related past sessions" in system and "Porto" in system
     assert "My sister Lena moved to Porto last spring" in system
-    # Shown with its date and time.
-    turn_line = next(line for line in system.splitlines() if "moved to Porto last" in line)
-    assert turn_line.startswith("- [20") and "user:" in turn_line
+    # Shown under its session's date, with its time.
+    lines = system.splitlines()
+    at = next(i for i, line in enumerate(lines) if "moved to Porto last" in line)
+    said = "user: My sister Lena moved to Porto last spring"
+    assert re.fullmatch(r"- \[\d\d:\d\d\] " + said, lines[at])
+    heading = next(line for line in reversed(lines[:at]) if not line.startswith("- "))
+    assert re.fullmatch(r"### 20\d\d-\d\d-\d\d, [A-Z][a-z]+day", heading)
     result = app.bot.last_recall
     assert result is not None and result.turns[0].text.startswith("My sister Lena")
     assert {"bm25", "vector"} & set(result.turns[0].sources)
+    # /why shows the same passages: the session's date, then the turn and who found it.
+    console = Console(record=True, width=200)
+    render_why(console, app, result)
+    why = console.export_text()
+    assert heading.removeprefix("### ") in why and "tokens of past turns" in why
+    assert re.search(r"\d\d:\d\d user: My sister Lena moved to Porto.*score 0\.\d+ from", why)
     await app.aclose()
 
 

@@ -10,19 +10,35 @@ from helpers import open_store, run_cli
 
 from seelen.api import Memory
 from seelen.memory.clock import Clock
+from seelen.memory.context import estimate_tokens
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.transfer import render_export
+from seelen.store import Store
 
 T0 = 1_700_000_000_123
 LONG = "My grandmother's recipe for plum cake, which I wrote down for you: " + "flour " * 120
 
 
-def export_file(tmp_path: Path) -> Path:
-    """An export with two archived sessions, written by Seelen itself from another profile."""
+def elsewhere(tmp_path: Path) -> tuple[Store, PersonaFiles]:
+    """The store and files of another profile, to write an export from."""
     directory = tmp_path / "elsewhere"
     directory.mkdir()
-    store, files = open_store(tmp_path, "elsewhere"), PersonaFiles(directory)
+    files = PersonaFiles(directory)
     files.ensure()
+    return open_store(tmp_path, "elsewhere"), files
+
+
+def exported(tmp_path: Path, store: Store, files: PersonaFiles) -> Path:
+    """That profile exported as JSON by Seelen itself; the store is closed."""
+    path = tmp_path / "export.json"
+    path.write_text(render_export(store, files, Clock("UTC"), "json"), "utf-8")
+    store.close()
+    return path
+
+
+def export_file(tmp_path: Path) -> Path:
+    """An export with two archived sessions, written by Seelen itself from another profile."""
+    store, files = elsewhere(tmp_path)
     trip = store.create_session(start_ms=T0)
     store.add_turns(
         trip.session_id,
@@ -36,15 +52,12 @@ def export_file(tmp_path: Path) -> Path:
     cake = store.create_session(start_ms=T0 + 86_400_000)
     store.add_turns(cake.session_id, [("user", LONG, None, T0 + 86_400_000)])
     store.mark_archived(cake.session_id)
-    path = tmp_path / "export.json"
-    path.write_text(render_export(store, files, Clock("UTC"), "json"), "utf-8")
-    store.close()
-    return path
+    return exported(tmp_path, store, files)
 
 
 def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monkeypatch) -> None:
     monkeypatch.setenv("TIMEZONE", "UTC")
-    # The smallest prompt: the long turn cannot fit the recalled-turns share (12% of 512).
+    # The smallest prompt: the long turn cannot fit the recalled-turns share (20% of 512).
     monkeypatch.setenv("CONTEXT_TOKENS", "512")
     source = export_file(tmp_path)
     result = run_cli("import", str(source))
@@ -72,7 +85,9 @@ def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monke
     assert batch.returncode == 0, batch.stderr
     lines = [json.loads(line) for line in batch.stdout.splitlines()]
     assert [d["query"] for d in lines] == ["plum cake", "", "peanuts"]
-    assert lines[0]["turns"][0]["text"] == LONG and len(lines[0]["turns"]) == 1
+    assert lines[0]["turns"][0]["text"] == LONG
+    # After the one ranked turn asked for: only the other turns chat puts in its prompt.
+    assert all(t["in_prompt"] and t["rank"] != 1 for t in lines[0]["turns"][1:])
     assert lines[1]["turns"] == [] and "peanut" in lines[2]["turns"][0]["text"]
 
     again = run_cli("import", str(source))
@@ -117,3 +132,28 @@ def test_import_and_batch_search_as_a_user_runs_them(tmp_path: Path, data_dir: P
     bad = run_cli("import", "-", stdin="{" * 5)
     assert bad.returncode == 1
     assert bad.stderr.startswith("seelen: import: not JSON") and bad.stderr.count("\n") == 1
+
+
+def test_search_json_lists_the_context_turns_chat_puts_in_the_prompt(tmp_path: Path) -> None:
+    store, files = elsewhere(tmp_path)
+    day = store.create_session(start_ms=T0)
+    asked, answer = store.add_turns(
+        day.session_id,
+        [
+            ("assistant", "Which cheese do you like best on your bread?", None, T0),
+            ("user", "Gouda, always.", None, T0 + 60_000),
+        ],
+    )
+    store.mark_archived(day.session_id)
+    path = exported(tmp_path, store, files)
+    # Room for one recalled turn and its context: the question brings the answer.
+    with Memory.open(tmp_path / "data", "mine", TIMEZONE="UTC", RECALL_CONV_NUM=2) as memory:
+        memory.import_json(path.read_text("utf-8"))
+        found = memory.recall("which cheese do you like best")
+        by_id = {t["text_id"]: t for t in found["turns"]}
+        assert set(by_id) == {asked.text_id, answer.text_id}
+        assert by_id[asked.text_id]["rank"] == 1 and "context_for" not in by_id[asked.text_id]
+        assert by_id[answer.text_id]["context_for"] == asked.text_id
+        assert all(t["in_prompt"] and t["passage"] == 1 for t in found["turns"])
+        lines = [f"- [00:00] {t['role']}: {t['text']}" for t in found["turns"]]
+        assert found["prompt_tokens"] >= sum(estimate_tokens(line) for line in lines)

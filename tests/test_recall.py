@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from seelen.memory.clock import Clock
-from seelen.memory.context import estimate_tokens
 from seelen.memory.indexer import Indexer
-from seelen.memory.recall import ITEM_OVERHEAD_TOKENS, RRF_K, Recall
+from seelen.memory.passages import HEADING_TOKENS, context_of, turn_tokens
+from seelen.memory.recall import RRF_K, Recall, RecalledItem
 from seelen.models.embed import LocalEmbedder
 from seelen.store import Store
 from seelen.vectors import VectorIndex
@@ -54,13 +54,15 @@ class Memory:
         self.embedder = embedder
         self.day = 0
 
-    def session(self, turns: Sequence[str], summary: str = "") -> list[str]:
-        """One archived session of user turns on its own day; returns the turns' text ids."""
+    def session(self, turns: Sequence[str | tuple[str, str]], summary: str = "") -> list[str]:
+        """One archived session on its own day, of user turns or (role, text) pairs; returns
+        the turns' text ids."""
         self.day += 1
         start = T0 + self.day * DAY_MS
         sid = self.store.create_session(status="active", start_ms=start).session_id
+        said = [t if isinstance(t, tuple) else ("user", t) for t in turns]
         added = self.store.add_turns(
-            sid, [("user", text, None, start + i * 60_000) for i, text in enumerate(turns)]
+            sid, [(role, text, None, start + i * 60_000) for i, (role, text) in enumerate(said)]
         )
         if summary:
             self.store.add_summary(sid, summary, start, start + len(turns) * 60_000)
@@ -90,19 +92,21 @@ def test_turns_come_in_ranked_order_with_the_score_they_were_ranked_by(memory: M
 
 def test_recall_fills_a_token_budget_not_a_count(memory: Memory) -> None:
     long = "The sailing trip to the islands was long. " + "Waves and wind all day. " * 60
-    ids = memory.session([long, "The sailing club meets on Fridays", "Sailing lessons are fun"])
+    ids = memory.session(
+        [long, "The sailing club meets on Fridays at the harbour", "Sailing lessons are fun, truly"]
+    )
     recall, current = memory.recall(conv_num=10, token_budget=60)
-    turns = recall.search("sailing", current).turns
-    cost = sum(estimate_tokens(t.text) + ITEM_OVERHEAD_TOKENS for t in turns)
-    assert cost <= 60
+    result = recall.search("sailing", current)
+    assert 0 < result.tokens <= 60
+    assert result.tokens == HEADING_TOKENS + sum(turn_tokens(t) for t in result.prompt_turns())
     # The long turn does not fit, so the shorter ones below it are recalled instead.
-    assert {t.text_id for t in turns} == set(ids[1:])
+    assert {t.text_id for t in result.turns} == set(ids[1:])
     # Asked for more (memory search --limit), it lists them, marking what chat would show.
     listed = recall.search("sailing", current, conv_num=3).turns
     assert {t.text_id for t in listed} == set(ids)
     assert {t.text_id for t in listed if t.in_prompt} == set(ids[1:])
     recall.token_budget, recall.conv_num = 10_000, 2
-    assert len(recall.search("sailing", current).turns) == 2  # the upper bound
+    assert len(recall.search("sailing", current).prompt_turns()) == 2  # the upper bound
 
 
 def test_a_newer_similar_turn_never_pushes_a_stronger_match_down(memory: Memory) -> None:
@@ -169,3 +173,67 @@ def test_a_short_reply_is_found_through_the_turn_it_answers(memory: Memory) -> N
     ids = [t.text_id for t in turns]
     assert ids.index(reply) < ids.index(brother)  # its question makes the reply about a sister
     assert memory.store.get_turns([reply])[reply].text == "Porto, in May."  # stored as said
+
+
+def test_a_recalled_turn_brings_the_turns_that_make_it_understandable(memory: Memory) -> None:
+    ask, twice, _, _ = memory.session(
+        [
+            ("assistant", "Have you ever been skiing in Norway?"),
+            ("user", "Yes, twice!"),
+            ("assistant", "Lovely. What else is new?"),
+            ("user", "My cousin bought a red tractor for the farm."),
+        ]
+    )
+    recall, current = memory.recall()
+    result = recall.search("skiing in Norway", current, mode="bm25")  # finds the question only
+    (passage,) = [p for p in result.passages if ask in {t.text_id for t in p.turns}]
+    shown = {t.text_id: t for t in passage.turns}
+    # The question found brings its answer, marked as context for it.
+    assert shown[twice].context_for == ask and shown[ask].context_for == ""
+    assert shown[twice].in_prompt and [t.text_id for t in passage.turns][:2] == [ask, twice]
+    # A short reply found by itself brings the question it answers.
+    reply = next(t for t in recall.search("yes twice", current, mode="bm25").prompt_turns())
+    assert reply.text_id == ask and reply.context_for == twice
+
+
+def test_passages_merge_and_group_by_session_in_ranked_order(memory: Memory) -> None:
+    first = memory.session(
+        [
+            "I started pottery classes on Mondays.",
+            "The teacher is a retired sculptor.",
+            "We glazed our first bowls in pottery today.",
+            "Then we had pizza.",
+        ]
+    )
+    memory.session(["My pottery bowl cracked in the kiln, so much for pottery."])
+    recall, current = memory.recall()
+    result = recall.search("pottery bowl", current)
+    sessions = [p.session_id for p in result.passages]
+    assert len(sessions) == len(set(sessions))  # one block per session
+    best = result.turns[0]
+    assert sessions[0] == best.session_id  # blocks in the order of their best turn
+    session = memory.store.get_turns([first[0]])[first[0]].session_id
+    block = next(p for p in result.passages if p.session_id == session)
+    assert len(block.turns) >= 2  # both pottery turns, and the teacher's between them or a gap
+    ids = [t.text_id for t in block.turns]
+    assert ids == sorted(ids, key=first.index)  # conversation order inside a block
+    # A turn left out between two shown ones is marked as a gap.
+    for i, turn in enumerate(block.turns[1:], start=1):
+        adjacent = first.index(turn.text_id) == first.index(block.turns[i - 1].text_id) + 1
+        assert block.gaps[i] == (not adjacent)
+    assert result.tokens == sum(p.tokens for p in result.passages) <= recall.token_budget
+
+
+def test_which_neighbours_make_a_turn_understandable() -> None:
+    def turn(text: str, role: str = "user") -> RecalledItem:
+        return RecalledItem(text, "s", "turn", text, role, 0, 0, 0.0)
+
+    ask, yes = turn("Have you been to Norway?", "assistant"), turn("Yes, twice!")
+    long = turn("We drove from Oslo to Bergen and stopped at every fjord on the way.")
+    after = turn("That sounds wonderful.", "assistant")
+    assert context_of(ask, None, yes, "question") == [yes]  # a question brings its answer
+    assert context_of(yes, ask, after, "question") == []
+    assert context_of(yes, ask, after, "brief") == [ask]  # "Yes, twice!" brings its question
+    assert context_of(long, ask, after, "brief") == []  # a statement stands on its own
+    assert context_of(long, ask, after, "around") == [ask, after]
+    assert context_of(ask, None, yes, "none") == []

@@ -31,7 +31,14 @@ from seelen.agent.events import (
 )
 from seelen.errors import ModelError
 from seelen.memory.clock import Clock
-from seelen.memory.context import SHARES, PromptParts, build_messages, one_line, with_images
+from seelen.memory.context import (
+    SHARES,
+    PromptParts,
+    build_messages,
+    dated_passages,
+    one_line,
+    with_images,
+)
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.prompts import DatedText
 from seelen.memory.sessions import Sessions
@@ -282,7 +289,7 @@ class ChatBot:
             profile=self.files.profile,
             session_summary=self.sessions.current.rolling_summary,
             related_summaries=self._dated(recalled.summaries if recalled else ()),
-            related_turns=self._dated(recalled.turns if recalled else ()),
+            related_passages=dated_passages(recalled.passages, self.clock) if recalled else (),
             live=live,
             now=self.clock.now(),
             notes=[(p.label(), p.text) for p in self.last_passages],

@@ -59,8 +59,7 @@ def embedding_provider(settings: Settings, store: Store, vectors: Path) -> str:
 
 
 def recall_tokens(settings: Settings) -> int:
-    """RECALL_TOKENS, or by default the prompt's share for related turns, so recall returns
-    exactly what the prompt builder will keep."""
-    from seelen.memory.context import SHARES
+    """RECALL_TOKENS, or by default 1,500 within a fifth of the prompt (memory/context.py)."""
+    from seelen.memory.context import recall_budget
 
-    return settings.recall_tokens or int(settings.context_tokens * SHARES["related_turns"])
+    return settings.recall_tokens or recall_budget(settings.context_tokens)

@@ -37,7 +37,7 @@ from seelen.memory.context import one_line
 
 if TYPE_CHECKING:
     from seelen.app import App
-    from seelen.memory.recall import RecallResult
+    from seelen.memory.recall import RecalledItem, RecallResult
     from seelen.store import Session
 
 # C0 controls except tab and newline, DEL, and the C1 controls (U+0080-U+009F).
@@ -108,25 +108,44 @@ def render_hits(console: Console, app: App, result: RecallResult) -> None:
 
 
 def render_why(console: Console, app: App, result: RecallResult | None) -> None:
-    """What was recalled for the last reply, and which rankers put it there."""
+    """What was recalled for the last reply as the prompt showed it: the related sessions'
+    summaries, then one block per past session (its date, then its turns in conversation
+    order), each recalled turn with the rankers that found it, each context turn marked."""
     if result is None:
         console.print("[dim]Nothing was recalled yet in this chat.[/dim]")
         return
     console.print(
         f"Recall for: [italic]{shown(one_line(result.query, 120))}[/italic] "
-        f"({result.seconds * 1000:.0f} ms)"
+        f"({result.seconds * 1000:.0f} ms, {result.tokens:,} tokens of past turns)"
     )
-    if not result.summaries and not result.turns:
+    if not result.summaries and not result.passages:
         console.print("[dim]No past memory matched.[/dim]")
-    for item in [*result.summaries, *result.turns]:
-        ranks = ", ".join(f"{name} #{rank}" for name, rank in sorted(item.sources.items()))
+    for item in result.summaries:
         console.print(
-            f"- [bold]{item.kind}[/bold] {app.clock.fmt(item.start_ms)} "
-            f"(session {item.session_id[:8]}), score {item.score:.4f} from {ranks}:"
+            f"- [bold]summary[/bold] {app.clock.fmt_range(item.start_ms, item.end_ms)} "
+            f"(session {item.session_id[:8]}), {_ranks(item)}:"
         )
         console.print(f"  [dim]{shown(one_line(item.text, 200))}[/dim]")
+    for passage in result.passages:
+        day = f"{app.clock.at(passage.start_ms):%Y-%m-%d, %A}"
+        console.print(f"[bold]{day}[/bold] [dim](session {passage.session_id[:8]})[/dim]")
+        for turn, gap in zip(passage.turns, passage.gaps, strict=True):
+            if gap:
+                console.print("  [dim]…[/dim]")
+            why = "context" if turn.context_for else _ranks(turn)
+            line = Text(f"  {app.clock.at(turn.start_ms):%H:%M} ")
+            line.append(f"{turn.role}: ", style="bold")
+            line.append(visible(one_line(turn.text, 200)), style="dim" if turn.context_for else "")
+            line.append(f"  ({why})", style="dim")
+            console.print(line)
     if app.index is not None and app.index.error:
         console.print(f"[red]indexing problem:[/red] {shown(app.index.error)}")
+
+
+def _ranks(item: RecalledItem) -> str:
+    """'score 0.0325 from bm25 #1, vector #3'."""
+    ranks = ", ".join(f"{name} #{rank}" for name, rank in sorted(item.sources.items()))
+    return f"score {item.score:.4f} from {ranks}"
 
 
 def render_sessions(console: Console, app: App, limit: int) -> None:
@@ -240,10 +259,10 @@ class EventPrinter:
         out = self.console
         if isinstance(event, Recalled):
             r = event.result
-            if r.summaries or r.turns:
+            if r.summaries or r.passages:
                 out.print(
                     f"[dim]recalled {len(r.summaries)} past sessions and "
-                    f"{len(r.turns)} past messages (/why)[/dim]"
+                    f"{len(r.prompt_turns())} past messages (/why)[/dim]"
                 )
         elif isinstance(event, ToolStarted):
             out.print(

@@ -21,6 +21,7 @@ from seelen.cli.common import (
     DataOpt,
     ProfileOpt,
     memory_only,
+    run,
     settings_from,
     stderr_console,
 )
@@ -279,22 +280,80 @@ def edit_file(app: App, name: str, console: Console) -> bool:
 
 
 def import_(
-    source: Annotated[str, typer.Argument(help="a file from `seelen export`, or - for stdin")],
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            help="the export: a `seelen export` file, ChatGPT's or Claude's .zip or "
+            "conversations.json, llm's logs.db; - reads standard input",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="seelen, chatgpt, claude or llm (default: recognised by its content; "
+            "llm without FILE reads llm's own logs.db)",
+            metavar="FORMAT",
+            show_default=False,
+        ),
+    ] = None,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="return once keyword search finds everything; the background process "
+            "embeds the rest (see `seelen db stats`)",
+        ),
+    ] = False,
+    summarize: Annotated[
+        bool,
+        typer.Option(
+            "--summarize",
+            help="have the tool model summarise each imported conversation (says what it "
+            "costs first); without it, a summary is made of the title and first lines",
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="with --summarize: do not ask")] = False,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """Add a `seelen export --format json` file to memory (no model is called)."""
-    from seelen.cli.data import describe, import_into, read_source
+    """Add an export to memory: Seelen's own, or your history from ChatGPT, Claude or llm.
 
-    text = read_source(source)
-    _memory_command(
-        profile,
-        data_dir,
-        lambda a, c: stderr_console().print(
-            describe(import_into(a, text, stderr_console())), markup=False
-        ),
-        write="import",
-    )
+    No model is called unless --summarize asks for it. Importing the same file again adds
+    nothing; a newer export of the same history adds only what is new.
+    """
+    from seelen.cli.imports import import_history, import_summarized, read
+    from seelen.memory.imports.source import FORMATS
+
+    if fmt is not None and fmt not in FORMATS:
+        raise typer.BadParameter(f"use {', '.join(FORMATS)}", param_hint="--from")
+    export = read(source, fmt)
+    if summarize and export.kind not in ("seelen", "empty"):
+        settings = settings_from(profile, None, data_dir)
+        run(import_summarized(settings, export, ask=not yes and sys.stdin.isatty()))
+        return
+
+    def body(application: App, console: Console) -> None:
+        if export.kind == "seelen":
+            from seelen.cli.data import describe, import_into
+
+            line = describe(import_into(application, export.text, stderr_console()))
+        elif export.kind == "empty":
+            line = "Nothing to import: the export holds no conversations."
+        else:
+            line = import_history(application, export, stderr_console(), embed=not background)
+        stderr_console().print(line, markup=False)
+
+    _memory_command(profile, data_dir, body, write="import")
+    if background and export.kind not in ("seelen", "empty"):
+        from seelen.owner.client import start_owner
+
+        # Started once the lock is free: it embeds what waits, then idles as usual.
+        sock = start_owner(settings_from(profile, None, data_dir))
+        if sock is not None:
+            sock.close()
 
 
 def register(app: typer.Typer) -> None:

@@ -12,10 +12,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seelen.memory.prompts import DatedText, system_prompt
+from seelen.memory.clock import Clock
+from seelen.memory.prompts import DatedPassage, DatedText, passage_heading, system_prompt
 from seelen.store import Turn
+
+if TYPE_CHECKING:
+    from seelen.memory.recalled import Passage
 
 # Characters counted as one token each (CJK and beyond), as `ord(ch) >= 0x2E80`.
 _WIDE = re.compile("[\u2e80-\U0010ffff]")
@@ -26,9 +30,22 @@ SHARES = {
     "profile": 0.10,
     "summary": 0.10,
     "related_sessions": 0.12,
-    "related_turns": 0.12,
+    # The most recalled passages may take by default (RECALL_TOKENS=0): see RECALL_TOKENS.
+    "related_turns": 0.20,
     "knowledge": 0.15,  # passages of the user's notes: about five chunks at 8,000 tokens
 }
+
+
+# The default budget of recalled passages (RECALL_TOKENS=0), within the share above: where
+# the share of recalled evidence in the prompt stops growing. R@prompt at 1,000 / 1,500 /
+# 2,000 tokens: synthetic .81 / .86 / .87 (bench_recall.py), MemoryBank English
+# .944 / .965 / .970 (bench_memorybank.py); published memory layers put ~1,800-3,900 in.
+RECALL_TOKENS = 1500
+
+
+def recall_budget(context_tokens: int) -> int:
+    """The default token budget of recalled passages for a prompt of `context_tokens`."""
+    return min(RECALL_TOKENS, int(context_tokens * SHARES["related_turns"]))
 
 
 def estimate_tokens(text: str) -> int:
@@ -91,13 +108,30 @@ def _fit_items(items: Sequence[DatedText], tokens: int) -> list[DatedText]:
     return kept
 
 
+def dated_passages(passages: Sequence[Passage], clock: Clock) -> list[DatedPassage]:
+    """Recalled passages as the prompt shows them: the session's date above its turns, each
+    turn with its time (and its date, when a session ran past midnight)."""
+    out = []
+    for passage in passages:
+        day = clock.at(passage.start_ms)
+        turns: list[DatedText | None] = []
+        for turn, gap in zip(passage.turns, passage.gaps, strict=True):
+            if gap:
+                turns.append(None)
+            at = clock.at(turn.start_ms)
+            when = at.strftime("%H:%M") if at.date() == day.date() else clock.fmt(turn.start_ms)
+            turns.append(DatedText(when, turn.text, turn.role))
+        out.append(DatedPassage(passage_heading(day), turns))
+    return out
+
+
 @dataclass(frozen=True)
 class PromptParts:
     persona: str
     profile: str
     session_summary: str
     related_summaries: Sequence[DatedText]
-    related_turns: Sequence[DatedText]
+    related_passages: Sequence[DatedPassage]  # already fitted to RECALL_TOKENS by recall
     live: Sequence[Turn]
     now: datetime
     notes: Sequence[tuple[str, str]] = ()  # (file › heading, passage), already fitted
@@ -117,7 +151,7 @@ def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
         related_summaries=_fit_items(
             parts.related_summaries, int(budget * SHARES["related_sessions"])
         ),
-        related_turns=_fit_items(parts.related_turns, int(budget * SHARES["related_turns"])),
+        related_passages=parts.related_passages,
         now=parts.now,
         notes=parts.notes,
         compact=budget <= COMPACT_BUDGET,

@@ -3,6 +3,10 @@
 Each object lists the recalled turns and summaries in ranked order with the score they were
 ranked by, which rankers found them and at which rank, and `in_prompt`: whether chat, under
 the current settings, would put them in the prompt (chat's own recall, cut to its budget).
+In the hybrid mode (chat's), after the ranked turns come the other turns the prompt holds: the
+context of a recalled turn (`context_for` names it; `rank` and `score` are null) and recalled
+turns ranked below the `limit`. Every turn in the prompt carries `passage`, the number of its
+session's block in the prompt; `prompt_tokens` is what those blocks cost.
 """
 
 from __future__ import annotations
@@ -27,21 +31,56 @@ class Ranking:
     def search(self, query: str, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
         """The ranking for `query` as one JSON-ready object (`limit` turns, default chat's)."""
         if not query.strip():
-            return {"query": query, "mode": mode, "ms": 0.0, "summaries": [], "turns": []}
+            return {
+                "query": query,
+                "mode": mode,
+                "ms": 0.0,
+                "prompt_tokens": 0,
+                "summaries": [],
+                "turns": [],
+            }
         listed = self.recall.search(query, None, mode, conv_num=limit or self.recall.conv_num)
         chat = listed if mode == "hybrid" else self.recall.search(query, None)
-        # Turns: recall marks those within chat's budget; summaries: the prompt's share.
-        shown = {t.text_id for t in chat.turns if t.in_prompt}
-        shown |= prompt_ids(chat.summaries, self.context_tokens)
+        # Turns: the passages recall fitted to chat's budget; summaries: the prompt's share.
+        prompt = {t.text_id: (n, t) for n, p in enumerate(chat.passages, 1) for t in p.turns}
+        summaries = prompt_ids(chat.summaries, self.context_tokens)
+        listed_ids = {t.text_id for t in listed.turns}
+        # The prompt's other turns (with the hybrid ranking only: another mode's listing is
+        # that ranker's, and chat ranks by both).
+        others = [t for _, t in prompt.values() if t.text_id not in listed_ids and chat is listed]
+
         return {
             "query": query,
             "mode": mode,
             "ms": round(listed.seconds * 1000, 1),
-            "summaries": [self._item(i, r, shown) for r, i in enumerate(listed.summaries, 1)],
-            "turns": [self._item(i, r, shown) for r, i in enumerate(listed.turns, 1)],
+            "prompt_tokens": chat.tokens,
+            "summaries": [
+                self._item(i, r, i.text_id in summaries, None)
+                for r, i in enumerate(listed.summaries, 1)
+            ],
+            "turns": [
+                *(self._item(i, r, *self._shown(i, prompt)) for r, i in enumerate(listed.turns, 1)),
+                *(self._item(t, t.rank or None, *self._shown(t, prompt)) for t in others),
+            ],
         }
 
-    def _item(self, item: RecalledItem, rank: int, shown: set[str]) -> dict[str, Any]:
+    @staticmethod
+    def _shown(
+        item: RecalledItem, prompt: dict[str, tuple[int, RecalledItem]]
+    ) -> tuple[bool, tuple[int, str] | None]:
+        """Whether `item` is in the prompt, and if so (its block, the hit it is context for)."""
+        if item.text_id not in prompt:
+            return False, None
+        block, shown = prompt[item.text_id]
+        return True, (block, shown.context_for)
+
+    def _item(
+        self,
+        item: RecalledItem,
+        rank: int | None,
+        in_prompt: bool,
+        place: tuple[int, str] | None,
+    ) -> dict[str, Any]:
         data: dict[str, Any] = {
             "rank": rank,
             "text_id": item.text_id,
@@ -52,13 +91,17 @@ class Ranking:
             data["end"] = self.clock.at(item.end_ms).isoformat(timespec="milliseconds")
         else:
             data["role"] = item.role
-        return {
-            **data,
+        data |= {
             "text": item.text,
-            "score": item.score,
+            "score": item.score if rank is not None else None,
             "rankers": dict(sorted(item.sources.items())),
-            "in_prompt": item.text_id in shown,
+            "in_prompt": in_prompt,
         }
+        if place is not None:
+            data["passage"] = place[0]
+            if place[1]:
+                data["context_for"] = place[1]
+        return data
 
 
 def prompt_ids(summaries: Sequence[RecalledItem], context_tokens: int) -> set[str]:

@@ -35,6 +35,36 @@ class DatedText:
     role: str = ""
 
 
+@dataclass(frozen=True)
+class DatedPassage:
+    """Turns of one past session for the prompt: a heading with the session's date, then its
+    turns in conversation order; None stands where turns were left out."""
+
+    heading: str
+    turns: Sequence[DatedText | None]
+
+
+# One line of a recalled passage; recall prices its budget with these same lines.
+GAP_LINE = "- …"
+
+
+def passage_heading(day: datetime) -> str:
+    """The line above a session's recalled turns: its date and weekday."""
+    return f"### {day:%Y-%m-%d, %A}"
+
+
+def passage_line(when: str, role: str, text: str) -> str:
+    """One recalled turn as the prompt shows it."""
+    return f"- [{when}] {role}: {text}"
+
+
+def _passage_block(passage: DatedPassage) -> str:
+    lines = [passage.heading]
+    for t in passage.turns:
+        lines.append(GAP_LINE if t is None else passage_line(t.when, t.role, t.text))
+    return "\n".join(lines)
+
+
 def strip_quotes(text: str) -> str:
     """Remove the `<memory-quote>` tags, keeping every word between and around them."""
     return _QUOTE_TAG.sub("", text)
@@ -46,7 +76,7 @@ def system_prompt(
     profile: str,
     session_summary: str,
     related_summaries: Sequence[DatedText],
-    related_turns: Sequence[DatedText],
+    related_passages: Sequence[DatedPassage],
     now: datetime,
     notes: Sequence[tuple[str, str]] = (),
     compact: bool = False,
@@ -63,9 +93,9 @@ def system_prompt(
     if related_summaries:
         body = "\n".join(f"- [{s.when}] {s.text}" for s in related_summaries)
         parts.append(_section("Related past sessions", body))
-    if related_turns:
-        body = "\n".join(f"- [{t.when}] {t.role}: {t.text}" for t in related_turns)
-        parts.append(_section("Related past messages", body))
+    if related_passages:
+        body = "\n".join(_passage_block(p) for p in related_passages)
+        parts.append(_section("Related past conversations (excerpts, by session)", body))
     if notes:
         body = "\n\n".join(f"[{label}]\n{text}" for label, text in notes)
         parts.append(_section("From the user's notes (their knowledge folders)", body))

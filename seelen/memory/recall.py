@@ -1,8 +1,10 @@
 """Recall: past summaries and turns by meaning (vectors) and by words (BM25), fused.
 
 Two stages, as in the design: the `session_num` most relevant summaries of *other*
-sessions, then the most relevant turns that fit a token budget (at most `conv_num`), found by
-direct turn search. Ranked lists are fused by reciprocal rank: score = Σ weight / (60 + rank).
+sessions, then the most relevant turns, found by direct turn search, as passages (each turn
+with the turns that make it understandable, passages.py) within a token budget (and at most
+`conv_num` turns, a safety bound). Ranked lists are fused by reciprocal rank:
+score = Σ weight / (60 + rank).
 A matching summary only lifts its session's turns a little (a low-weight list searched inside
 its session); it never filters, and its turns never outvote the direct search. A question
 that names a time ("on March 4") is also searched inside that time's sessions. Turns come out
@@ -19,12 +21,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
-from seelen.memory.context import estimate_tokens
+from seelen.memory.context import RECALL_TOKENS
+from seelen.memory.passages import PassageFill
+from seelen.memory.recalled import Passage, RecalledItem, RecallResult
 from seelen.memory.when import TimeHint, in_time_first, parse_time
 from seelen.models.embed import embed_query
 from seelen.store import Store, Summary, Turn
@@ -60,37 +64,9 @@ TIME_SEARCH_WEIGHT = 1.0
 # A range holding more sessions than this is most of a memory (two months of daily chats):
 # searching inside it is a direct search again, so only the time lift applies.
 TIME_SESSIONS = 64
-# What a recalled turn costs in the prompt beyond its text: the date, role and list marker
-# (the same allowance memory/context.py uses when it fits recalled items).
-ITEM_OVERHEAD_TOKENS = 12
 MODES = ("hybrid", "bm25", "vector")
 Fused = list[tuple[str, float, dict[str, int]]]
-
-
-@dataclass(frozen=True)
-class RecalledItem:
-    """One recalled summary or turn, with why it was recalled."""
-
-    text_id: str
-    session_id: str
-    kind: str  # "summary" or "turn"
-    text: str
-    role: str
-    start_ms: int
-    end_ms: int
-    score: float
-    sources: dict[str, int] = field(default_factory=dict)  # ranker → rank (1 = best)
-    in_prompt: bool = False  # chat would show it: within RECALL_CONV_NUM and RECALL_TOKENS
-
-
-@dataclass(frozen=True)
-class RecallResult:
-    query: str
-    summaries: list[RecalledItem]
-    turns: list[RecalledItem]
-    seconds: float
-    mode: str = "hybrid"
-    notice: str = ""  # why vector search was left out, when it was
+__all__ = ["Passage", "Recall", "RecallResult", "RecalledItem", "fuse"]
 
 
 def fuse(
@@ -130,13 +106,14 @@ class Recall:
         embedder: Embedder | None,
         *,
         session_num: int = 3,
-        conv_num: int = 20,
-        token_budget: int = 960,
+        conv_num: int = 100,
+        token_budget: int = RECALL_TOKENS,
         candidates: int = 30,
         bm25_floor: float = BM25_FLOOR,
         weights: dict[str, float] | None = None,
         clock: Clock | None = None,
         time_sessions: int = TIME_SESSIONS,
+        context: str = "brief",
     ) -> None:
         self.store = store
         self.clock = clock or Clock()
@@ -148,6 +125,7 @@ class Recall:
         self.candidates = candidates
         self.bm25_floor = bm25_floor
         self.time_sessions = time_sessions  # 0: no search inside a named time
+        self.context = context  # which neighbours a recalled turn brings (passages.py)
         self.weights = {
             "bm25_in_sessions": SESSION_WEIGHT,
             "vector_in_sessions": SESSION_WEIGHT,
@@ -218,9 +196,10 @@ class Recall:
         self._inside(pending, "in_sessions", query, vector, [s.session_id for s in summaries])
         self._inside(pending, "in_time", query, vector, self._sessions_in(hint, current_session))
         fused = fuse(self._lists("t:", pending, notices), weights=self.weights)
-        turns = self._turns(fused, conv_num, current_session, hint)
+        turns, passages = self._turns(fused, conv_num, current_session, hint)
         seconds = time.perf_counter() - started
-        return RecallResult(query, summaries, turns, seconds, mode, self._notice(notices))
+        notice = self._notice(notices)
+        return RecallResult(query, summaries, turns, seconds, mode, notice, passages)
 
     def _direct(
         self, query: str, current_session: str | None, mode: str, notices: list[str]
@@ -346,37 +325,54 @@ class Recall:
 
     def _turns(
         self, fused: Fused, limit: int | None, current_session: str | None, hint: TimeHint | None
-    ) -> list[RecalledItem]:
-        """The best ranked turns, in ranked order, each marked `in_prompt` when chat would show
-        it. Without `limit`, only those (what chat asks for); with it, the first `limit`.
+    ) -> tuple[list[RecalledItem], list[Passage]]:
+        """The ranked turns and the passages chat shows. Without `limit`, the turns are the
+        recalled ones the passages hold (what chat asks for); with it, the first `limit`, each
+        marked `in_prompt` when a passage holds it.
 
         Exact score ties (common in rank fusion) go to the newer turn: recency only ever breaks
         ties, so it never pushes a stronger match down.
         """
-        head = fused[: max((limit or self.conv_num) * 3, self.candidates)]
+        head = fused[: max(limit or 0, self.candidates * 2)]
         found = self.store.get_turns(i for i, _, _ in head)
         items = []
         for text_id, score, ranks in head:
             t: Turn | None = found.get(text_id)
             if t is not None and t.session_id != current_session:
                 items.append(_turn_item(t, score, ranks))
-        items = self._mark_in_prompt(in_time_first(items, hint))
-        return items[:limit] if limit is not None else [i for i in items if i.in_prompt]
+        items = [replace(i, rank=r) for r, i in enumerate(in_time_first(items, hint), 1)]
+        passages = self._passages(items)
+        shown = {t.text_id for p in passages for t in p.turns}
+        marked = [replace(i, in_prompt=i.text_id in shown) for i in items]
+        return (marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]), (
+            passages
+        )
 
-    def _mark_in_prompt(self, items: list[RecalledItem]) -> list[RecalledItem]:
-        """Mark the best turns that fit the token budget, at most `conv_num`: a turn too long
-        for what is left is passed over for shorter ones below it, as the prompt builder does."""
-        out, used, shown = [], 0, 0
-        for item in items:
-            cost = estimate_tokens(item.text) + ITEM_OVERHEAD_TOKENS
-            fits = shown < self.conv_num and used + cost <= self.token_budget
-            if fits:
-                used, shown = used + cost, shown + 1
-            out.append(replace(item, in_prompt=fits))
-        return out
+    def _passages(self, ranked: list[RecalledItem]) -> list[Passage]:
+        """The ranked turns with their context, fitted to the token budget and the cap."""
+        around = self.store.spoken_around(i.text_id for i in ranked)
+        near = {n for pair in around.values() for n in pair if n is not None}
+        turns = self.store.get_turns(near)
+        known = {i.text_id: i for i in ranked}
+
+        def item(text_id: str | None) -> RecalledItem | None:
+            if text_id is None:
+                return None
+            if text_id in known:
+                return replace(known[text_id], score=0.0, sources={}, rank=0)
+            return _turn_item(turns[text_id], 0.0, {}) if text_id in turns else None
+
+        neighbours = {tid: (item(b), item(a)) for tid, (b, a) in around.items()}
+        fill = PassageFill(
+            neighbours,
+            budget=self.token_budget,
+            cap=self.conv_num,
+            rule=self.context,
+        )
+        return fill.fill(ranked)
 
 
 def _turn_item(t: Turn, score: float, ranks: dict[str, int]) -> RecalledItem:
     return RecalledItem(
-        t.text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks
+        t.text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks, seq=t.seq
     )

@@ -258,6 +258,22 @@ class Sessions:
             await asyncio.to_thread(self._strip_quotes, turns)
             await asyncio.to_thread(self.store.record_archive_step, sid, "strip_quotes")
 
+    def summary_request(self, turns: Sequence[Turn]) -> list[dict[str, str]]:
+        """The tool model's request for a whole session's summary (within the input budget)."""
+        return session_summary_messages("", self._lines(turns))
+
+    async def summarize(self, session_id: str) -> str:
+        """Summarise a stored session with the tool model, replacing its summary (an
+        imported session's, made up from its opening); recorded as its `summary` step."""
+        turns = await asyncio.to_thread(self.store.turns, session_id)
+        summary = await self._complete(
+            self.summary_request(turns), SUMMARY_TOKENS, "session summary"
+        )
+        start, end = turns[0].ts_ms, turns[-1].ts_ms
+        await asyncio.to_thread(self.store.add_summary, session_id, summary, start, end)
+        await asyncio.to_thread(self.store.record_archive_step, session_id, "summary", summary)
+        return summary
+
     async def _update_file(self, sid: str, name: str, summary: str) -> Change:
         current = self.files.read(name)
         text, note = current, oversized_input(name, current)

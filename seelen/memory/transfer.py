@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
+from seelen.memory.imports.conversation import iso_to_ms
 from seelen.memory.persona import PERSONA, PROFILE, PersonaFiles
 from seelen.store import ACTIVE, ARCHIVED, Session, Store, Summary, Turn
 
@@ -24,8 +24,6 @@ FORMAT_VERSION = 2
 # Deeper JSON than this is not an export (ours is 5 levels deep, meta adds what tools wrote);
 # the limit keeps a hostile file from exhausting the parser's recursion.
 MAX_DEPTH = 64
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
 
 
 class ImportDataError(SeelenError):
@@ -256,13 +254,10 @@ def to_ms(value: object, clock: Clock, where: str) -> int:
     """An ISO 8601 time as integer milliseconds (a time without offset is the user's zone)."""
     if not isinstance(value, str):
         raise ImportDataError(f"import: {where}: a time must be an ISO 8601 string, not {value!r}")
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ImportDataError(f"import: {where}: {value!r} is not an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=clock.tz).astimezone(UTC)
-    return (moment - _EPOCH) // _MS
+    ms = iso_to_ms(value, naive_zone=clock.tz)
+    if ms is None:
+        raise ImportDataError(f"import: {where}: {value!r} is not an ISO 8601 time")
+    return ms
 
 
 def _obj(value: object, where: str) -> dict[str, Any]:

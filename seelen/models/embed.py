@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -111,14 +112,23 @@ class _E5(Protocol):
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU; loads on first use, safe to share across threads."""
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU; loads on first use, safe to share across threads.
+
+    Many texts at once (an import, a re-index) are sorted by length, cut into batches of
+    `batch_size`, and the batches run side by side, one per core (`threads`), each on one
+    onnxruntime thread: on 2 busy cores that took 12 ms of CPU per chat text where one
+    session splitting each batch over 2 threads, in batches of 32 sorted within 64 texts,
+    took 22 ms (bench/bench_import.py --embed-only). Sorted within 256 texts, batches of 16
+    compute 1.12 times the word pieces the texts hold, against 1.76 times for 32 within 64
+    (MemoryBank's chat turns): the rest was padding.
+    """
 
     def __init__(
         self,
         model_path: Path | None = None,
         tokenizer_path: Path = TOKENIZER_PATH,
         *,
-        batch_size: int = 32,
+        batch_size: int = 16,
         threads: int | None = None,
     ) -> None:
         self.model_id = f"local:{LOCAL_MODEL}"
@@ -126,7 +136,7 @@ class LocalEmbedder:
         self.batch_size = batch_size
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
-        # Two cores: more threads than cores only adds contention.
+        # Two cores: more batches at once than cores only adds contention.
         self._threads = threads or max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
         self._session: _Session | None = None
@@ -142,10 +152,18 @@ class LocalEmbedder:
         self._load()
         # Batching texts of similar length wastes less work on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        chunks = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+
+        def embed_chunk(chunk: list[int]) -> None:
             out[chunk] = self._embed_batch([texts[i] for i in chunk])
+
+        if len(chunks) == 1 or self._threads == 1:
+            for chunk in chunks:
+                embed_chunk(chunk)
+        else:  # onnxruntime lets go of the GIL while it runs: the batches share the cores
+            with ThreadPoolExecutor(self._threads, thread_name_prefix="seelen-embed") as pool:
+                list(pool.map(embed_chunk, chunks))
         return out
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
@@ -177,7 +195,7 @@ class LocalEmbedder:
         with self._lock:
             if self._session is None:  # another thread may have loaded it while we waited
                 self._tokenizer = _load_tokenizer(self._tokenizer_path)
-                session = _load_session(self._model_path or default_model_path(), self._threads)
+                session = _load_session(self._model_path or default_model_path())
                 self._inputs = [i.name for i in session.get_inputs()]
                 self._session = session
 
@@ -197,8 +215,10 @@ def _load_tokenizer(path: Path) -> Tokenizer:
     return tokenizer
 
 
-def _load_session(path: Path, threads: int) -> _Session:
-    """An onnxruntime CPU session for the model at `path`."""
+def _load_session(path: Path) -> _Session:
+    """An onnxruntime CPU session for the model at `path`, one thread per run: the batches
+    of a large call run side by side instead (see LocalEmbedder). A question alone was no
+    slower on one thread: 33-36 ms median against 40-46 ms on two, at a load of 16-18."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -206,12 +226,13 @@ def _load_session(path: Path, threads: int) -> _Session:
     if not path.is_file():
         raise ModelError(f"local embedding model missing: {path}")
     options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # warnings about unused initialisers are noise to users
     # Idle threads sleep instead of spinning: the local chat model shares these two cores.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     try:
         session: _Session = ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]

@@ -69,6 +69,26 @@ class Lookups:
         )
         return [r[0] for r in rows]
 
+    def spoken_around(self, text_ids: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(previous, next) spoken turn id of each given turn in its own session (None at a
+        session's edge); tool traffic in between is skipped. One query for all."""
+        ids = list(text_ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        near = (
+            "SELECT p.text_id FROM conversation p WHERE p.session_id = c.session_id "
+            # Unqualified names in INDEXABLE_TURN resolve to the inner table, p.
+            f"AND p.seq {{}} c.seq AND {INDEXABLE_TURN} "
+            "ORDER BY p.seq {} LIMIT 1"
+        )
+        rows = self._query(
+            f"SELECT c.text_id, ({near.format('<', 'DESC')}), ({near.format('>', 'ASC')}) "
+            f"FROM conversation c WHERE c.text_id IN ({marks})",
+            ids,
+        )
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def count_turns(self) -> int:
         """How many turns are stored in all sessions."""
         count: int = self._query("SELECT count(*) FROM conversation")[0][0]
@@ -218,4 +238,25 @@ class Imports:
                     (sid,),
                 )
             db.execute(FOLD_SEQ_FROM_COUNT)  # an export carries the count; the seq is ours
+        return new
+
+    def import_history(
+        self, sessions: Sequence[Session], turns: Sequence[Turn], summaries: Sequence[Summary]
+    ) -> tuple[int, int, int]:
+        """Insert another assistant's conversations in one transaction, as `import_records`
+        does; a session already stored takes the turns it lacks (a re-download that grew)
+        and its end moves to its newest turn. Returns how many rows of each kind were new."""
+        with self._tx() as db:
+            new = (
+                sum(insert_session(db, s) for s in sessions),
+                sum(insert_turn(db, t) for t in turns),
+                sum(insert_summary(db, m) for m in summaries),
+            )
+            db.executemany(
+                "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
+                "WHERE session_id = ?1), end_timestamp = max(coalesce(end_timestamp, 0), "
+                "(SELECT max(timestamp) FROM conversation WHERE session_id = ?1)) "
+                "WHERE session_id = ?1",
+                [(s.session_id,) for s in sessions],
+            )
         return new

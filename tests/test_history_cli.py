@@ -1,0 +1,211 @@
+"""`seelen import --from chatgpt|claude|llm`: as the user runs it, with the facts found again
+by `memory search` and in the chat. llm's logs.db is written by llm itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from helpers import open_store, run_cli, run_seelen, wait_until
+from history_exports import chatgpt_export, claude_export, write_zip
+from model_server import ModelServer, Reply
+from typer.testing import CliRunner
+
+from seelen.cli.main import app
+from seelen.config import load_settings
+from seelen.owner import wire
+from seelen.owner.client import request
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def search(query: str, *extra: str) -> dict:
+    found = CliRunner().invoke(app, ["memory", "search", "--json", *extra, query])
+    assert found.exit_code == 0, found.output
+    return json.loads(found.stdout)
+
+
+def test_a_chatgpt_zip_is_recognised_imported_once_and_found(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TIMEZONE", "UTC")
+    export = write_zip(tmp_path / "chatgpt-export.zip", chatgpt_export())
+    runner = CliRunner()
+    result = runner.invoke(app, ["import", str(export)])
+    assert result.exit_code == 0, result.output
+    assert "Imported 6 turns in 2 new sessions from ChatGPT (2 conversations" in result.output
+    assert open_store(data_dir).count_unindexed() == 0  # embedded before it returned
+
+    top = search("what is my sourdough starter called")["turns"][0]
+    assert top["text"] == "My sourdough starter is called Gerald."
+    assert top["time"] == "2024-05-21T10:13:20.250+00:00" and top["role"] == "user"
+    assert "vector" in top["rankers"]
+    summaries = search("rooftop beekeeping")["summaries"]
+    assert summaries[0]["text"].startswith("ChatGPT conversation “Rooftop beekeeping”")
+
+    again = runner.invoke(app, ["import", "--from", "chatgpt", str(export)])
+    assert again.exit_code == 0, again.output
+    assert "Imported 0 turns in 0 new sessions" in again.output
+    assert "everything was already here" in again.output
+    assert open_store(data_dir).count_turns() == 6
+
+
+def test_claudes_facts_come_back_in_the_chat(
+    env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(claude_export()), "utf-8")
+    imported = CliRunner().invoke(app, ["import", "--from", "claude", str(export)])
+    assert imported.exit_code == 0, imported.output
+    assert "Imported 5 turns in 2 new sessions from Claude" in imported.output
+    env.enqueue("A green Gazelle.")
+    asked = run_cli("ask", "What kind of bike do I have?")
+    assert asked.returncode == 0, asked.stderr
+    prompt = json.dumps(env.last_messages())
+    assert "My bike is a green Gazelle." in prompt
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("cut.zip", None, "is not a readable zip"),
+        ("other.zip", b"", "holds no conversations.json"),
+        ("conversations.json", b'[{"mapping": {"a": ', "not JSON, or cut short"),
+        ("list.json", b'[{"title": "x"}]', "not ChatGPT's or Claude's"),
+    ],
+)
+def test_a_file_that_is_not_such_an_export_changes_nothing(
+    tmp_path: Path, data_dir: Path, name: str, content: bytes | None, says: str
+) -> None:
+    path = tmp_path / name
+    if content is None:
+        full = write_zip(tmp_path / "full.zip", chatgpt_export()).read_bytes()
+        path.write_bytes(full[: len(full) // 2])
+    elif name == "other.zip":
+        from history_exports import zip_bytes_without_conversations
+
+        path.write_bytes(zip_bytes_without_conversations())
+    else:
+        path.write_bytes(content)
+    result = run_cli("import", str(path))
+    assert result.returncode == 1
+    assert result.stderr.startswith("seelen: import: ") and says in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+    assert not (data_dir / "default").exists()  # the profile was not even opened
+
+
+@pytest.fixture
+def llm_logs(model_server: ModelServer, tmp_path: Path) -> Path:
+    """A logs.db written by simonw/llm itself, talking to the test model server: a one-off
+    prompt with a system prompt, then a two-prompt `llm chat`."""
+    home = tmp_path / "llm-home"
+    home.mkdir()
+    (home / "extra-openai-models.yaml").write_text(
+        f"- model_id: fake\n  model_name: test-model\n  api_base: {model_server.url}\n"
+        "  api_key_name: fake\n"
+    )
+    (home / "keys.json").write_text('{"fake": "sk-llm"}')
+    # No plugins: the bundled GGUF's llm plugin needs llama-cpp-python, which is not here.
+    llm_env = {**os.environ, "LLM_USER_PATH": str(home), "LLM_LOAD_PLUGINS": ""}
+    llm = str(Path(sys.executable).parent / "llm")
+    model_server.enqueue("Hello!", "Lisbon is lovely in May.", "Pack light.")
+    run = {"env": llm_env, "check": True, "capture_output": True, "text": True}
+    subprocess.run([llm, "-m", "fake", "hi", "-s", "Be brief."], **run)
+    chat = "I am moving to Lisbon in May\nWhat should I pack?\nquit\n"
+    subprocess.run([llm, "chat", "-m", "fake"], input=chat, **run)
+    return home / "logs.db"
+
+
+def test_llm_logs_import_from_where_llm_keeps_them(
+    llm_logs: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLM_USER_PATH", str(llm_logs.parent))
+    runner = CliRunner()
+    result = runner.invoke(app, ["import", "--from", "llm"])
+    assert result.exit_code == 0, result.output
+    assert "Imported 6 turns in 2 new sessions from llm (2 conversations" in result.output
+
+    with sqlite3.connect(llm_logs) as db:
+        logged = db.execute(
+            "SELECT s.prompt, s.response, t.datetime_utc, t.duration_ms FROM turns t "
+            "JOIN turn_search s ON s.turn_id = t.id ORDER BY t.datetime_utc"
+        ).fetchall()
+    store = open_store(data_dir)
+    sessions = store.sessions_with_status("archived")  # oldest first
+    assert len(sessions) == 2
+    stored = [t for s in sessions for t in store.turns(s.session_id)]
+    assert [(t.role, t.text) for t in stored] == [
+        ("user", "hi"),  # the system prompt is not a turn
+        ("assistant", "Hello!"),
+        ("user", "I am moving to Lisbon in May"),
+        ("assistant", "Lisbon is lovely in May."),
+        ("user", "What should I pack?"),
+        ("assistant", "Pack light."),
+    ]
+    for (_, _, when, duration), (asked, answered) in zip(
+        logged, zip(stored[::2], stored[1::2], strict=True), strict=True
+    ):
+        start = (datetime.fromisoformat(when) - EPOCH) // timedelta(milliseconds=1)
+        assert (asked.ts_ms, answered.ts_ms) == (start, start + duration)
+    assert search("moving to Lisbon")["turns"][0]["text"] == "I am moving to Lisbon in May"
+
+    again = runner.invoke(app, ["import", str(llm_logs)])  # recognised by its content
+    assert again.exit_code == 0, again.output
+    assert "everything was already here" in again.output
+    assert open_store(data_dir).count_turns() == 6
+
+
+def test_background_import_is_searchable_at_once_and_embedded_by_the_owner(
+    env: ModelServer, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEELEN_OWNER", "true")
+    env.responder = lambda body: Reply(text="ok")
+    export = write_zip(tmp_path / "export.zip", claude_export())
+    try:
+        result = run_seelen("import", "--background", str(export))
+        assert result.returncode == 0, result.stderr
+        assert "the background" in result.stderr
+        store = open_store(data_dir)
+        found = store.get_turns(i for i, _ in store.search_turns_text("green Gazelle", 1))
+        assert [t.text for t in found.values()] == ["My bike is a green Gazelle."]
+        stats = run_seelen("db", "stats")
+        assert "waiting to be indexed" in stats.stdout
+        wait_until(lambda: store.count_unindexed() == 0, 60, "the owner embeds the import")
+        found = {t["text"]: t for t in search("which bike do I ride")["turns"][:2]}
+        assert "vector" in found["My bike is a green Gazelle."]["rankers"]
+    finally:
+        request(wire.socket_path(load_settings()), {"op": "stop"})
+
+
+def test_summarize_says_what_it_costs_then_replaces_the_made_up_summaries(
+    env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(claude_export()), "utf-8")
+    env.enqueue("The user takes the 8:15 train to Trieste.", "The user rides a green Gazelle.")
+    result = CliRunner().invoke(app, ["import", "--summarize", str(export)])
+    assert result.exit_code == 0, result.output
+    assert "Summarising 2 conversations with test-model: 2 requests, about " in result.output
+    assert "Summarised 2 conversations with the tool model." in result.output
+    requests = env.chat_requests()
+    assert len(requests) == 2 and "green Gazelle" in json.dumps(requests[1]["messages"])
+    store = open_store(data_dir)
+    summaries = [
+        store.session_summary(s.session_id) for s in store.sessions_with_status("archived")
+    ]
+    assert sorted(s.text for s in summaries if s) == [
+        "The user rides a green Gazelle.",
+        "The user takes the 8:15 train to Trieste.",
+    ]
+    assert store.count_unindexed() == 0
+
+    again = CliRunner().invoke(app, ["import", "--summarize", str(export)])
+    assert again.exit_code == 0, again.output
+    assert "has the tool model's summary already" in again.output
+    assert len(env.chat_requests()) == 2  # nothing was sent twice
