@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from model_server import Reply
 
 from seelen.owner.procs import children
 from seelen.store import Store
@@ -286,3 +287,20 @@ class Terminal:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    """A model that answers "answer to <the last user message>"."""
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    return Reply(text=f"answer to {users[-1]['content']}")
+
+
+def piped_chat(command: list[str] | None = None) -> subprocess.Popen[str]:
+    """`seelen chat` as a real process reading lines from a pipe (text mode)."""
+    return subprocess.Popen(
+        command or [sys.executable, "-m", "seelen", "chat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

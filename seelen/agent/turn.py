@@ -22,6 +22,7 @@ from seelen.agent.events import (
     KnowledgeUsed,
     Notice,
     Recalled,
+    Saved,
     TextDelta,
     ToolFinished,
     ToolProgressed,
@@ -155,6 +156,7 @@ class ChatBot:
             # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now
             # would compete with recall for the same two cores, right when the user waits.
             question = await asyncio.to_thread(self.sessions.add_turn, "user", text)
+            yield Saved(question.text_id)
             log, context = _TurnLog(self.sessions, keep=True), None
         async for event in self._respond(question, log, context):
             yield event
