@@ -237,8 +237,10 @@ class ChatBot:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
                 yield Failed(str(exc))
                 return
-            except asyncio.CancelledError:
-                if shown:  # Ctrl-C: keep what the user already saw
+            except (asyncio.CancelledError, GeneratorExit):
+                # Ctrl-C (cancelled), or the caller stopped reading (closed): keep what was
+                # already said. Closing allows no await, and saving needs none.
+                if shown:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
                 raise
             assert completion is not None

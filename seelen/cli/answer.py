@@ -6,9 +6,12 @@ or from an answer computed in this process, so both paths print exactly the same
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sys
+from collections.abc import Iterator
 
 from seelen.chat.visible import visible
 from seelen.owner import wire
@@ -27,6 +30,7 @@ class AnswerPrinter:
         # the first word (or the end).
         self._terminal = not as_json and sys.stderr.isatty()
         self._thinking = False
+        self.reader_gone = False  # stdout's reader stopped reading (`seelen ask … | head`)
 
     def begin(self) -> None:
         """Show that the question is on its way (on stderr, in a terminal only)."""
@@ -60,8 +64,7 @@ class AnswerPrinter:
             return
         self._done_thinking()
         if isinstance(message, wire.Delta) and self.stream:
-            sys.stdout.write(visible(message.text))
-            sys.stdout.flush()
+            self._write(visible(message.text))
             self.streamed = True
         elif isinstance(message, wire.Notice):
             print(f"seelen: {visible(message.message)}", file=sys.stderr)
@@ -87,17 +90,39 @@ class AnswerPrinter:
                 "usage": final.usage,
                 "tool_calls": final.tool_calls,
             }
-            print(json.dumps(payload, ensure_ascii=False))
+            self._write(json.dumps(payload, ensure_ascii=False) + "\n")
         elif self.stream:
             if self.streamed and not reply.endswith("\n"):
-                sys.stdout.write("\n")
+                self._write("\n")
             elif not self.streamed:
                 shown = visible(reply)
-                sys.stdout.write(shown if shown.endswith("\n") else shown + "\n")
+                self._write(shown if shown.endswith("\n") else shown + "\n")
         else:
             from rich.console import Console
             from rich.markdown import Markdown
 
-            Console().print(Markdown(visible(reply)))
-        sys.stdout.flush()
+            with self._reader_may_leave():
+                Console().print(Markdown(visible(reply)))
         return 0
+
+    def _write(self, text: str) -> None:
+        """Print on stdout, until its reader stops reading."""
+        if self.reader_gone:
+            return
+        with self._reader_may_leave():
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    @contextlib.contextmanager
+    def _reader_may_leave(self) -> Iterator[None]:
+        """A reader that stopped reading (`| head`) ends the printing, never the answer: the
+        turn runs on and is stored whole, and the exit status stays the answer's."""
+        try:
+            yield
+        except BrokenPipeError:
+            self.reader_gone = True
+            # Whatever is still buffered for stdout goes nowhere, rather than failing again
+            # at the interpreter's last flush.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)

@@ -187,15 +187,27 @@ class OwnerServer:
             await send(wire.Failed(message="empty question"))
             return
         saved = False
+        gone = False
+
+        async def tell(message: wire.Answer) -> None:
+            # A client that went away (Ctrl-C, a closed pipe) is not answered, but its turn
+            # runs to the end: the reply is stored whole, as if it had been read.
+            nonlocal gone
+            if not gone:
+                try:
+                    await send(message)
+                except (ConnectionError, OSError):
+                    gone = True
+
         async with self._turn_lock:  # one turn at a time: each is built around its own question
             try:
                 async for message in self.host.ask(request.text, ephemeral=request.ephemeral):
                     saved = saved or isinstance(message, wire.Saved)
-                    await send(message)
+                    await tell(message)
             except SeelenError as exc:  # the disk, the store: one line, as in-process
-                await send(wire.Failed(message=str(exc), saved=saved))
+                await tell(wire.Failed(message=str(exc), saved=saved))
             except Exception as exc:
-                await send(wire.Failed(message=_internal(exc), saved=saved))
+                await tell(wire.Failed(message=_internal(exc), saved=saved))
             self.answered += 1
 
     async def _call(self, request: wire.MemoryCall) -> wire.Final:
