@@ -120,7 +120,7 @@ def remembered_text(data: dict[str, Any]) -> str:
 
 
 def forgotten_text(data: dict[str, Any]) -> str:
-    return f"Forgot {data['text_id']} ({data['forgotten']} text)."
+    return f"Forgot {data['text_id']} ({_counted(data['forgotten'], 'text')})."
 
 
 def sessions_text(data: dict[str, Any]) -> str:
@@ -130,7 +130,7 @@ def sessions_text(data: dict[str, Any]) -> str:
         summary = s["summary"] or "(no summary yet)"
         lines.append(
             f"[{_when(s['start'])} – {end}] session {s['session_id']} ({s['status']}, "
-            f"{s['turns']} turns): {summary}"
+            f"{_counted(s['turns'], 'turn')}): {summary}"
         )
     return "\n".join(lines) or "No sessions yet."
 
@@ -146,3 +146,8 @@ def knowledge_text(data: dict[str, Any]) -> str:
         for n, p in enumerate(data["passages"], 1)
     ]
     return "\n\n".join(parts) or "No note matches."
+
+
+def _counted(n: int, noun: str) -> str:
+    """"1 turn", "2 turns": a client's model reads these lines as sentences."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
