@@ -91,6 +91,8 @@ async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory
             "get_profile"
         }  # no knowledge folder, no search_knowledge
         assert tools["search_memory"].input_schema["properties"]["limit"]["type"] == "integer"
+        # Descriptions a model reads as text: no indentation carried over from the source.
+        assert all("\n " not in (t.description or "") for t in tools.values())
         assert "text_id" in json.dumps(tools["search_memory"].output_schema)
         kept = await call(session, "remember", text="I am allergic to peanuts.")
         assert kept["role"] == "user" and kept["client"] == "test-client"

@@ -9,6 +9,7 @@ failure are tool errors of one sentence, and the session goes on.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -37,7 +38,22 @@ FORGET = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world
 
 class SeelenMCP(MCPServer[Any]):
     """MCPServer whose argument errors are one sentence naming the argument, instead of
-    pydantic's report of several lines."""
+    pydantic's report of several lines, and whose tools are described by their docstrings
+    without the source's indentation (a client's model reads them as text)."""
+
+    def add_tool(  # type: ignore[override]  # the same call, only its description dedented
+        self,
+        fn: Callable[..., object],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        **options: object,
+    ) -> None:
+        """Register `fn`, described by its docstring, dedented."""
+        if description is None and fn.__doc__:
+            description = inspect.cleandoc(fn.__doc__)
+        super().add_tool(fn, name, title, description, annotations, **options)  # type: ignore[arg-type]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
