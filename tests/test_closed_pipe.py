@@ -11,11 +11,11 @@ import subprocess
 import sys
 
 import pytest
-from helpers import open_store
+from helpers import open_store, wait_until
 from model_server import ModelServer, Reply
 
 # Words enough that the reply goes on well after the reader has left.
-REPLY = " ".join(f"word{n}" for n in range(3000))
+REPLY = " ".join(f"word{n}" for n in range(400))
 
 
 def ask_and_close_early(question: str) -> tuple[int, str]:
@@ -38,7 +38,7 @@ def ask_and_close_early(question: str) -> tuple[int, str]:
 def test_a_reader_that_leaves_early_still_gets_the_reply_stored_whole(
     env: ModelServer, data_dir, monkeypatch: pytest.MonkeyPatch, through_owner: bool
 ) -> None:
-    env.responder = lambda body: Reply(text=REPLY, chunk_delay=0.0005)
+    env.responder = lambda body: Reply(text=REPLY, chunk_delay=0.002)
     if through_owner:
         monkeypatch.setenv("SEELEN_OWNER", "true")
     code, err = ask_and_close_early("tell me many words")
@@ -58,3 +58,45 @@ def test_a_reader_that_leaves_early_still_gets_the_reply_stored_whole(
     finally:
         store.close()
     assert turns == [("user", "tell me many words"), ("assistant", REPLY)]
+
+
+def test_a_client_killed_mid_answer_still_gets_the_reply_stored_whole(
+    env: ModelServer, data_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seelen.config import load_settings
+    from seelen.owner import wire
+    from seelen.owner.client import request
+
+    env.responder = lambda body: Reply(text=REPLY, chunk_delay=0.002)
+    monkeypatch.setenv("SEELEN_OWNER", "true")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "ask", "tell me many words"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read(5) == b"word0"
+    proc.kill()  # the owner loses its client in the middle of the answer
+    proc.wait(30)
+
+    def reply_stored() -> bool:
+        store = open_store(data_dir)
+        try:
+            session = store.active_session()
+            return session is not None and [t.role for t in store.turns(session.session_id)] == [
+                "user",
+                "assistant",
+            ]
+        finally:
+            store.close()
+
+    wait_until(reply_stored, 60, "the owner never stored the reply of the killed client")
+    request(wire.socket_path(load_settings()), wire.Stop())
+    store = open_store(data_dir)
+    try:
+        session = store.active_session()
+        assert session is not None
+        assert store.turns(session.session_id)[-1].text == REPLY
+    finally:
+        store.close()
