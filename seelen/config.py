@@ -6,7 +6,10 @@ changing `os.environ`), validates every value and raises `ConfigError` naming th
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import os
+import re
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -106,9 +109,26 @@ def _timezone(raw: str) -> str:
 
 def _profile(raw: str) -> str:
     value = raw.strip()
-    if not value or not set(value) <= PROFILE_CHARS or value.startswith("."):
-        raise ValueError(f"use letters, digits, '-', '_' or '.', got {raw!r}")
+    # It names a folder and is typed after `--profile`: a name like "-" or "--" reads as a
+    # flag, and dots at an end (".", "x..") hide the folder or are dropped by some systems.
+    if (
+        not value
+        or not set(value) <= PROFILE_CHARS
+        or not (value[0].isalnum() and value[-1].isalnum())
+        or ".." in value
+        or len(value) > 64
+    ):
+        raise ValueError(
+            "a profile name is up to 64 letters, digits, '-', '_' or '.', starting and ending "
+            f"with a letter or digit, got {raw!r}"
+        )
     return value
+
+
+def _patterns(raw: str) -> str:
+    if not any(p.strip() for p in raw.split(",")):
+        raise ValueError("give at least one pattern, e.g. *.md,*.txt")
+    return raw.strip()
 
 
 def _setting(env: str, default: T, parse: Callable[[str], T], doc: str) -> T:
@@ -224,7 +244,7 @@ class Settings:
         "KNOWLEDGE_DIRS", "", _str, "note folders Seelen reads by itself, separated by ':'"
     )
     knowledge_patterns: str = _setting(
-        "KNOWLEDGE_PATTERNS", "*.md,*.txt", _str, "which files there are notes (globs, by ',')"
+        "KNOWLEDGE_PATTERNS", "*.md,*.txt", _patterns, "which files there are notes (globs, by ',')"
     )
     # A whole novel (~200,000 words) is about 1.2 MB: 2 MB keeps any hand-written note and
     # skips exports and logs, which would flood the index with one file's words.
@@ -258,21 +278,40 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     dotenv_path: Path | None = None,
+    *,
+    flags: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Settings:
-    """Merge defaults < `.env` < environment < overrides (keyed by env name) and validate."""
+    """Merge defaults < `.env` < environment < overrides (keyed by env name) and validate.
+
+    A bad value's error says where it came from: the flag (`flags` maps an env name to the
+    flag that set it), the `.env` file and line, or the environment variable. `warn` is told
+    of each key in `.env` that is not a setting, with the closest one.
+    """
     from dotenv import dotenv_values
 
     environ = os.environ if environ is None else environ
     path = Path.cwd() / ".env" if dotenv_path is None else dotenv_path
     raw: dict[str, Any] = {}
+    where: dict[str, str] = {}
     if path.is_file():
         try:
             values_in_file = dotenv_values(path)
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
-        raw.update({k: v for k, v in values_in_file.items() if v is not None})
+        lines = _dotenv_lines(path)
+        for key, value in values_in_file.items():
+            if value is not None:
+                raw[key] = value
+                where[key] = f"{key} (in {path}, line {lines.get(key, '?')})"
+        if warn is not None:
+            for line in unknown_keys(values_in_file, lines, path):
+                warn(line)
     raw.update(environ)
-    raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    where.update({key: key for key in environ})
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    raw.update(given)
+    where.update({key: (flags or {}).get(key, key) for key in given})
 
     values: dict[str, Any] = {}
     for f in fields(Settings):
@@ -284,7 +323,7 @@ def load_settings(
             try:
                 value = f.metadata["parse"](value)
             except ValueError as exc:
-                raise ConfigError(f"{key}: {exc}") from None
+                raise ConfigError(f"{where.get(key, key)}: {exc}") from None
         values[f.name] = value
     if not values.get("data_dir"):
         values["data_dir"] = _default_data_dir()
@@ -294,7 +333,58 @@ def load_settings(
             f"REFRESH_EVERY_CONV_NUM: must be smaller than MAX_CONV_NUM "
             f"({settings.refresh_every_conv_num} >= {settings.max_conv_num})"
         )
+    if settings.embedding_provider == "openai" and not settings.embedding_model:
+        raise ConfigError("EMBEDDING_MODEL: required when EMBEDDING_PROVIDER=openai")
     return settings
+
+
+_DOTENV_KEY = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")
+
+
+def _dotenv_lines(path: Path) -> dict[str, int]:
+    """The line each key of a .env file is set on (the last one, which dotenv keeps)."""
+    found: dict[str, int] = {}
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+            match = _DOTENV_KEY.match(line)
+            if match:
+                found[match.group(1)] = number
+    return found
+
+
+def unknown_keys(values: Mapping[str, Any], lines: Mapping[str, int], path: Path) -> list[str]:
+    """One line for each key of a .env file that is not a setting (Seelen reads nothing
+    else from it), naming the closest setting. A .env that holds no setting at all belongs
+    to another program in this folder: only near-misses of a setting's name are named."""
+    known = [f.metadata["env"] for f in fields(Settings)]
+    ours = any(key in known for key in values)
+    out = []
+    for key in values:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key.upper(), known, n=1, cutoff=0.75)
+        if not close and not ours:
+            continue
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        out.append(
+            f"{path}, line {lines.get(key, '?')}: {key} is not a Seelen setting{hint}; ignored"
+        )
+    return out
+
+
+def existing_profiles(data_dir: str | Path) -> list[str]:
+    """The profiles in `data_dir`: its folders that bear a profile's name, sorted."""
+    try:
+        folders = [p for p in Path(data_dir).iterdir() if p.is_dir()]
+    except OSError:  # no data dir yet, or not readable: no profile to name
+        return []
+    names = []
+    for folder in folders:
+        try:
+            names.append(_profile(folder.name))
+        except ValueError:  # backups, lancedb.damaged-*, a user's own folder
+            continue
+    return sorted(names)
 
 
 def prepare_profile_dir(settings: Settings) -> Path:

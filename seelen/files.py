@@ -39,16 +39,23 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def private_dir(path: Path) -> Path:
-    """Create the folder `path` (parents too) 0700 whatever the umask, and return it; an
-    existing one that others may read is closed up."""
-    try:
-        path.mkdir(mode=DIR_MODE, parents=True)
-    except FileExistsError:
-        if not path.is_dir():
-            raise
-        _fix(path, DIR_MODE)
-    else:
-        path.chmod(DIR_MODE)  # mkdir's mode passes through the umask
+    """Create the folder `path` 0700 whatever the umask, and each parent it lacks 0700 too
+    (`mkdir`'s mode reaches only the last one), and return it; an existing `path` that
+    others may read is closed up, existing parents are left as they are."""
+    missing: list[Path] = []
+    folder = Path(path)
+    while not folder.is_dir() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            if not folder.is_dir():  # a file in the way
+                raise
+            continue  # another process made it meanwhile: it is theirs
+        folder.chmod(DIR_MODE)  # mkdir's mode passes through the umask
+    _fix(path, DIR_MODE)
     return path
 
 

@@ -30,18 +30,15 @@ from typing import TypeVar
 
 from seelen.app import App, build_app
 from seelen.app.core import DB_FILE
-from seelen.config import Settings
+from seelen.config import Settings, existing_profiles
 from seelen.errors import ConfigError, SeelenError
 from seelen.files import private_dir
+from seelen.owner import wire
 from seelen.store import OutdatedStore, Session, Store
 
 T = TypeVar("T")
 
-LOCK_FILE = "owner.lock"
-_HOLDERS = {
-    "chat": "the Seelen chat in another terminal",
-    "owner": "Seelen's background process",
-}
+LOCK_FILE = wire.LOCK_FILE
 
 
 class ProfileBusy(SeelenError):
@@ -62,13 +59,7 @@ class ProfileLock:
 
     def holder(self) -> str:
         """Who holds the lock, in words, from what the holder wrote into the file."""
-        try:
-            info = json.loads(self.path.read_text("utf-8") or "{}")
-        except (OSError, ValueError):
-            info = {}
-        role = str(info.get("role", ""))
-        who = _HOLDERS.get(role, f"another `seelen {role}`" if role else "another Seelen")
-        return f"{who} (pid {info['pid']})" if "pid" in info else who
+        return wire.describe_holder(wire.lock_holder(self.path.parent))
 
     def waiting_line(self) -> str:
         """What a writer that waits for the holder says, once."""
@@ -238,6 +229,7 @@ class Runtime:
     def open_reader(cls, settings: Settings) -> Runtime:
         """Open the profile to read it: no lock, no model, no background work, the memory
         read-only; nothing is created, not even for a profile that does not exist."""
+        must_exist(settings)
         return cls._reading(_build_reader(settings, with_model=False))
 
     @classmethod
@@ -249,6 +241,20 @@ class Runtime:
     async def aclose(self) -> None:
         """Close everything, then let the next writer in."""
         await self.stack.aclose()
+
+
+def must_exist(settings: Settings) -> None:
+    """A reader of a profile that does not exist, beside profiles that do, was most likely
+    given a misspelt name: say which exist instead of showing an empty memory. (In a new
+    data dir, with no profile at all, reading shows the empty memory.)"""
+    if settings.profile_dir.is_dir():
+        return
+    others = existing_profiles(settings.data_dir)
+    if others:
+        raise ConfigError(
+            f"there is no profile {settings.profile!r} in {settings.data_dir} (its profiles: "
+            f"{', '.join(others)}); a chat or an ask with that name would start it"
+        )
 
 
 def _build_reader(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from model_server import Reply
 
 from seelen.owner.procs import children
 from seelen.store import Store
@@ -197,3 +198,109 @@ async def call_tool(
 def child_pids() -> set[int]:
     """Live (non-zombie) children of this test process."""
     return children(os.getpid())
+
+
+# prompt-toolkit asks the terminal where the cursor is and, without an answer, waits up to
+# 2 s before it prints above the prompt; a real terminal answers at once, so this one does.
+CPR_REQUEST, CPR_ANSWER = b"\x1b[6n", b"\x1b[1;1R"
+
+
+class Terminal:
+    """The real `seelen` in a pseudo-terminal (stdin, stdout and stderr), as a user's
+    terminal runs it: it answers cursor-position requests and keeps everything shown."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        self._main, child = pty.openpty()
+        fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "seelen", *args],
+            stdin=child,
+            stdout=child,
+            stderr=child,
+            env={**os.environ, "TERM": "xterm", **(env or {})},
+            close_fds=True,
+            # Its own session, with the pty as its controlling terminal: Ctrl-C is a SIGINT.
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
+        os.close(child)
+        self.output = b""
+
+    @property
+    def text(self) -> str:
+        """Everything shown so far, decoded."""
+        return self.output.decode("utf-8", "replace")
+
+    def read_until(self, marker: str, seconds: float = 30, *, after: int = 0) -> bool:
+        """Read until `marker` shows (past byte `after`); False when `seconds` pass first or
+        the program ends without showing it."""
+        import select
+        import time
+
+        wanted, deadline = marker.encode(), time.monotonic() + seconds
+        while wanted not in self.output[after:]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select([self._main], [], [], min(left, 0.05))
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self._main, 65536)
+            except OSError:  # EIO: the program ended and closed the terminal
+                return False
+            if not chunk:
+                return False
+            for _ in range(chunk.count(CPR_REQUEST)):
+                os.write(self._main, CPR_ANSWER)
+            self.output += chunk
+        return True
+
+    def send(self, keys: str) -> None:
+        """Type `keys` (\\r is Enter, \\x03 Ctrl-C, \\x04 Ctrl-D)."""
+        os.write(self._main, keys.encode())
+
+    def wait(self, seconds: float = 30) -> int:
+        """The exit status, once the program ended (reading what it still shows)."""
+        import time
+
+        deadline = time.monotonic() + seconds
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self.read_until("\0never\0", 0.1)
+        self.read_until("\0never\0", 0.2)
+        return self.proc.wait(max(0.1, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        """Kill the program if it still runs; close the terminal."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        os.close(self._main)
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    """A model that answers "answer to <the last user message>"."""
+    users = [m for m in body["messages"] if m["role"] == "user"]
+    return Reply(text=f"answer to {users[-1]['content']}")
+
+
+def piped_chat(command: list[str] | None = None) -> subprocess.Popen[str]:
+    """`seelen chat` as a real process reading lines from a pipe (text mode)."""
+    return subprocess.Popen(
+        command or [sys.executable, "-m", "seelen", "chat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -181,6 +181,25 @@ def test_words_only_common_in_the_folder_bring_nothing(knowledge) -> None:
     assert knowledge.search("the and of", 500) == []
 
 
+def test_a_question_sharing_only_function_words_with_a_few_notes_finds_none(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "harbour.md").write_text("# Harbour\nThe boats come in at dawn. It is busy today.")
+    (root / "bread.md").write_text("# Bread\nHow to make bread: mix flour and water, then bake.")
+    (root / "trip.md").write_text("# 旅行\n我们去了北京，长城非常壮观。")
+    (root / "cat.md").write_text("# 猫\n我的猫叫小雨，它喜欢睡觉。")
+    k = Knowledge([str(root)], tmp_path / "state")
+    k.catch_up()
+    # In four notes "is", "how" and "today" are rare enough to weigh: every note came back.
+    for question in ("how is the weather today", "what is it?", "我们的呢？", "它是什么？"):
+        assert k.search(question, 500) == [], question
+    assert files_of(k.search("when do the boats come in?", 500)) == ["harbour.md"]
+    assert files_of(k.search("小雨喜欢什么？", 500)) == ["cat.md"]
+    k.close()
+
+
 # --- what is a note ------------------------------------------------------------------------
 
 
@@ -341,11 +360,12 @@ def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path)
 
     added = run_cli("knowledge", "add", str(notes))
     assert added.returncode == 0, added.stderr
+    assert "49 notes indexed" in added.stdout  # at once (before: 0 until the first search)
     assert str(notes) in (data_dir / "default" / "knowledge_folders.json").read_text()
-    found = run_cli("knowledge", "search", "Piotr Halvorsen lighthouse keeper")
-    assert "piotr-halvorsen.md" in found.stdout
     listed = run_cli("knowledge", "list")
     assert f"{notes}  (profile, 49 notes indexed)" in listed.stdout
+    found = run_cli("knowledge", "search", "Piotr Halvorsen lighthouse keeper")
+    assert "piotr-halvorsen.md" in found.stdout
     assert run_cli("knowledge", "remove", str(notes)).returncode == 0
     assert "no knowledge folder" in run_cli("knowledge", "list").stdout
 

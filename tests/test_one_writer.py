@@ -167,13 +167,16 @@ def test_readers_of_a_missing_profile_create_nothing(data_dir: Path) -> None:
 def test_a_step_failing_after_the_local_model_started_closes_what_was_opened(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import dataclasses
+
     monkeypatch.setenv("LLM_PROVIDER", "local")
     # Refused while the recall parts are built: after the model server and the store opened.
-    monkeypatch.setenv("EMBEDDING_PROVIDER", "openai")
+    # (load_settings refuses this pair before anything starts; Settings built past it do not.)
+    settings = dataclasses.replace(load_settings(), embedding_provider="openai")
     lines: list[str] = []
     before = children(os.getpid())
     with pytest.raises(ConfigError, match="EMBEDDING_MODEL") as caught:
-        build_app(load_settings(), progress=lines.append)
+        build_app(settings, progress=lines.append)
     assert any("loading model" in line for line in lines)  # the local server had started
     assert children(os.getpid()) == before  # and its process is gone
     profile = data_dir / "default"

@@ -62,7 +62,7 @@ def test_import_then_search_json_and_batch(tmp_path: Path, data_dir: Path, monke
     source = export_file(tmp_path)
     result = run_cli("import", str(source))
     assert result.returncode == 0, result.stderr
-    assert "Imported 2 sessions, 3 turns and 1 summaries." in result.stderr
+    assert "Imported 2 sessions, 3 turns and 1 summary." in result.stderr
     assert open_store(data_dir).count_unindexed() == 0  # indexed right away
 
     found = run_cli("memory", "search", "--json", "peanut allergy")

@@ -109,6 +109,7 @@ def test_an_active_session_joins_the_archive_when_the_profile_has_its_own(tmp_pa
     text = render_export(store, files, clock, "json")
     store2, files2, clock2 = profile(tmp_path / "b")
     own = store2.create_session()
+    store2.add_turn(own.session_id, "user", "already talking here")  # (an empty one gives way)
     report = import_export(store2, files2, clock2, text)
     assert report.demoted == 1
     assert store2.active_session().session_id == own.session_id

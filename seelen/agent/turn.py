@@ -22,12 +22,14 @@ from seelen.agent.events import (
     KnowledgeUsed,
     Notice,
     Recalled,
+    Saved,
     TextDelta,
     ToolFinished,
     ToolProgressed,
     ToolStarted,
     TurnUsage,
 )
+from seelen.agent.oversize import clipped_question, oversized_files
 from seelen.errors import ModelError
 from seelen.memory.clock import Clock
 from seelen.memory.context import (
@@ -127,6 +129,7 @@ class ChatBot:
         # endpoint refuses a request with images; then "false" for the rest of the run).
         self.vision = vision
         self._tool_events: asyncio.Queue[Event] | None = None  # while tools run
+        self._told_too_large: set[str] = set()  # files said to be too large, once each
 
     def tool_progress(self, progress: ToolProgress) -> None:
         """A running tool's progress notification: shown as an event of the current turn."""
@@ -153,6 +156,7 @@ class ChatBot:
             # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now
             # would compete with recall for the same two cores, right when the user waits.
             question = await asyncio.to_thread(self.sessions.add_turn, "user", text)
+            yield Saved(question.text_id)
             log, context = _TurnLog(self.sessions, keep=True), None
         async for event in self._respond(question, log, context):
             yield event
@@ -194,6 +198,8 @@ class ChatBot:
                     yield Notice("folded the oldest turns into this session's summary")
             except ModelError as exc:
                 yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
+        for notice in oversized_files(self.files, self.context_tokens, self._told_too_large):
+            yield Notice(notice)
         recalled = await self._recall(question.text)
         if recalled is not None:
             if recalled.notice:  # e.g. the vector index is damaged: keywords only
@@ -210,6 +216,8 @@ class ChatBot:
             messages = await asyncio.to_thread(
                 self._messages, recalled, [*live, *log.turns], images
             )
+            if rounds == 0 and (clipped := clipped_question(question.text, messages)):
+                yield Notice(clipped)
             if self.log_prompt:
                 self.log_prompt(messages)
             completion: Completion | None = None
@@ -229,8 +237,10 @@ class ChatBot:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
                 yield Failed(str(exc))
                 return
-            except asyncio.CancelledError:
-                if shown:  # Ctrl-C: keep what the user already saw
+            except (asyncio.CancelledError, GeneratorExit):
+                # Ctrl-C (cancelled), or the caller stopped reading (closed): keep what was
+                # already said. Closing allows no await, and saving needs none.
+                if shown:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
                 raise
             assert completion is not None

@@ -5,8 +5,10 @@ Only prompt-toolkit is imported here, so the prompt can be drawn before the runt
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
@@ -71,3 +73,31 @@ def prompt_session(
         input=pt_input,
         output=pt_output,
     )
+
+
+@contextlib.contextmanager
+def keys_unechoed() -> Iterator[None]:
+    """While a reply renders in a terminal, keys are not echoed.
+
+    Between prompts the terminal is in its cooked mode, which echoes what is typed (Ctrl-C
+    as `^C`) into the reply's live region; its repaint then starts a line too low, and the
+    reply showed twice. Typed-ahead keys stay queued for the next prompt.
+    """
+    import termios
+
+    try:
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (AttributeError, OSError, ValueError, termios.error):  # not a terminal
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | termios.ECHOCTL)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)

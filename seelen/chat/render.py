@@ -8,8 +8,7 @@ markup string), so neither can take effect.
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -33,27 +32,13 @@ from seelen.agent.events import (
     TurnUsage,
 )
 from seelen.agent.turn import outcome_preview
+from seelen.chat.visible import counted, visible
 from seelen.memory.context import one_line
 
 if TYPE_CHECKING:
     from seelen.app import App
     from seelen.memory.recall import RecalledItem, RecallResult
     from seelen.store import Session
-
-# C0 controls except tab and newline, DEL, and the C1 controls (U+0080-U+009F).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _picture(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x20:
-        return chr(0x2400 + code)  # the Unicode control picture: ESC shows as ␛
-    return "␡" if code == 0x7F else f"\\x{code:02x}"
-
-
-def visible(text: str) -> str:
-    """`text` with control characters replaced by visible stand-ins (␛ for ESC)."""
-    return _CONTROL.sub(_picture, text)
 
 
 def shown(text: str) -> str:
@@ -98,13 +83,23 @@ def render_hits(console: Console, app: App, result: RecallResult) -> None:
             when,
             item.session_id[:8],
             item.text_id[:12],
-            f"[bold]{label}[/bold]: {shown(one_line(item.text))}",
+            f"[bold]{label}[/bold] [dim]({found_by(item.sources)})[/dim]: "
+            f"{shown(one_line(item.text))}",
         )
     console.print(table)
     console.print(
-        f"[dim]{len(result.summaries)} summaries, {len(result.turns)} turns, "
-        f"{result.seconds * 1000:.0f} ms ({result.mode})[/dim]"
+        f"[dim]{counted(len(result.summaries), 'summary', 'summaries')}, "
+        f"{counted(len(result.turns), 'turn')}, "
+        f"{result.seconds * 1000:.0f} ms ({result.mode}); (words): it holds the query's "
+        "words, (meaning): close in meaning, maybe with none of them[/dim]"
     )
+
+
+def found_by(sources: Mapping[str, int]) -> str:
+    """Which rankers found an item, in words: "words", "meaning" or both ("bm25…" rankers
+    match the query's words, "vector…" ones its meaning)."""
+    kinds = {"words" if name.startswith("bm25") else "meaning" for name in sources}
+    return " + ".join(k for k in ("words", "meaning") if k in kinds)
 
 
 def render_why(console: Console, app: App, result: RecallResult | None) -> None:
@@ -149,22 +144,23 @@ def _ranks(item: RecalledItem) -> str:
 
 
 def render_sessions(console: Console, app: App, limit: int) -> None:
-    """A table of the newest sessions."""
-    table = Table(expand=True)
-    for col in ("session", "started", "ended", "status", "turns"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("summary", ratio=1, min_width=24, overflow="ellipsis", no_wrap=True)
-    for s in app.store.list_sessions(limit):
+    """The newest sessions, one line each (id, time, status, turns) and the summary below it,
+    whole: in a table the dates left the summary ~15 columns of 80, which showed "Dad…"."""
+    sessions = app.store.list_sessions(limit)
+    if not sessions:
+        console.print("[dim]No session yet.[/dim]")
+    for s in sessions:
         summary = app.store.session_summary(s.session_id)
-        table.add_row(
-            s.session_id[:12],
-            app.clock.fmt(s.start_ms),
-            app.clock.fmt(s.end_ms) if s.end_ms else "",
-            s.status,
-            str(s.conv_count),
-            shown(one_line(summary.text if summary else s.rolling_summary, 70)),
+        when = app.clock.fmt_range(s.start_ms, s.end_ms) if s.end_ms else app.clock.fmt(s.start_ms)
+        console.print(
+            Text.assemble(
+                (s.session_id[:12], "bold"),
+                f"  {when}  {s.status}, {counted(s.conv_count, 'turn')}",
+            )
         )
-    console.print(table)
+        text = summary.text if summary else s.rolling_summary
+        if text:
+            console.print(Text("    " + visible(one_line(text, 300)), style="dim"))
 
 
 def render_session(console: Console, app: App, session: Session) -> None:
@@ -215,9 +211,9 @@ class EventPrinter:
                 if isinstance(event, TextDelta):
                     text += event.text
                     if live is not None:
-                        live.update(Markdown(text))
+                        live.update(Markdown(visible(text)))
                     else:
-                        self.console.file.write(event.text)
+                        self.console.file.write(visible(event.text))
                         self.console.file.flush()
                     continue
                 if isinstance(event, ToolProgressed):  # a terminal shows it in the live region
@@ -261,8 +257,8 @@ class EventPrinter:
             r = event.result
             if r.summaries or r.passages:
                 out.print(
-                    f"[dim]recalled {len(r.summaries)} past sessions and "
-                    f"{len(r.prompt_turns())} past messages (/why)[/dim]"
+                    f"[dim]recalled {counted(len(r.summaries), 'past session')} and "
+                    f"{counted(len(r.prompt_turns()), 'past message')} (/why)[/dim]"
                 )
         elif isinstance(event, ToolStarted):
             out.print(

@@ -22,7 +22,7 @@ from prompt_toolkit import PromptSession
 from rich.console import Console
 from rich.text import Text
 
-from seelen.chat.input import prompt_session
+from seelen.chat.input import keys_unechoed, prompt_session
 from seelen.chat.slash import COMMANDS
 from seelen.config import Settings
 from seelen.errors import SeelenError
@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from seelen.agent.events import Event
     from seelen.app import App
     from seelen.chat.render import EventPrinter
+    from seelen.memory.sessions import ArchiveResult
     from seelen.runtime import Runtime
+    from seelen.store import Session
 
 
 def _shown(text: str) -> str:
@@ -43,6 +45,17 @@ def _shown(text: str) -> str:
     from seelen.chat.render import shown
 
     return shown(text)
+
+
+def number_ranges(numbers: list[int]) -> str:
+    """Ascending numbers as ranges: [3, 4, 5, 9] -> "3-5, 9"."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _short(text: str, limit: int) -> str:
@@ -66,6 +79,7 @@ class Repl:
         settings: Settings | None = None,
         pt_input: Input | None = None,
         pt_output: Output | None = None,
+        errors: Console | None = None,
     ) -> None:
         self._app: App | None = None
         if settings is None:
@@ -73,6 +87,9 @@ class Repl:
             settings = app.settings
         self.settings = settings
         self.console = console
+        # Where a line's failure is said: stderr for piped input, whose stdout is the replies.
+        self.errors = errors or console
+        self._failed = False  # the line being handled failed (said on `errors`)
         self.printer: EventPrinter | None = None
         self._pt_input, self._pt_output = pt_input, pt_output
         self._turns = 0
@@ -84,6 +101,9 @@ class Repl:
         self.turn_lock = asyncio.Lock()
         # While /incognito is on: the exchanges so far, kept in memory only.
         self.incognito: list[Any] | None = None
+        # At a prompt, /save archives behind it (`save`): the archive running, if any.
+        self._interactive = False
+        self._archiving: asyncio.Task[None] | None = None
         if app is not None:
             self._attach(app)
 
@@ -214,8 +234,12 @@ class Repl:
 
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(self._background_error)
+        self._interactive = True
         with patch_stdout(raw=True):  # background lines (MCP failures) print above the prompt
-            await self._prompt_loop(on_shown)
+            try:
+                await self._prompt_loop(on_shown)
+            finally:
+                await self._finish_archiving()
 
     def _background_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """A failure in background work: one line, and the chat goes on (never 'press Enter')."""
@@ -262,10 +286,23 @@ class Repl:
 
     async def run_stream(self, stream: IO[str]) -> None:
         """Like `run_lines` for a file (stdin), read in a thread: while the pipe is quiet,
-        the event loop stays free to answer other terminals' questions."""
+        the event loop stays free to answer other terminals' questions. Lines that failed
+        (a full disk: not kept) are named at the end in one SeelenError."""
+        failed: list[int] = []
+        number = 0
         while line := await asyncio.to_thread(stream.readline):
-            if not await self.handle(line.rstrip("\n")):
-                return
+            number += 1
+            going_on = await self.handle(line.rstrip("\n"))
+            if self._failed:
+                failed.append(number)
+            if not going_on:
+                break
+        if failed:
+            lines = "line" if len(failed) == 1 else "lines"
+            raise SeelenError(
+                f"{len(failed)} of {number} input lines failed and were not kept: "
+                f"{lines} {number_ranges(failed)} (each error is above)"
+            )
 
     # --- one line ------------------------------------------------------------------------
 
@@ -278,10 +315,16 @@ class Repl:
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
+        self._failed = False
         if not await self._wait_until_open(line):
             return False
         async with self.turn_lock:
             return await self._handle(line)
+
+    def _error(self, exc: SeelenError) -> None:
+        """A line failed: one line on the error console; the chat goes on."""
+        self._failed = True
+        self.errors.print(f"[red]error:[/red] {_shown(str(exc))}", soft_wrap=True)
 
     async def _handle(self, line: str) -> bool:
         if not line.strip():
@@ -297,7 +340,7 @@ class Repl:
             try:
                 return await cmd.handler(self, arg.strip())
             except SeelenError as exc:
-                self.console.print(f"[red]error:[/red] {_shown(str(exc))}")
+                self._error(exc)
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
         try:
@@ -307,7 +350,7 @@ class Repl:
                 events = self.app.bot.turn(text)
             await self.stream(events)
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
-            self.console.print(f"[red]error:[/red] {_shown(str(exc))}")
+            self._error(exc)
         return True
 
     async def stream(self, events: AsyncIterator[Event]) -> None:
@@ -318,7 +361,8 @@ class Repl:
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGINT, task.cancel)
         try:
-            await task
+            with keys_unechoed():
+                await task
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise
@@ -328,17 +372,59 @@ class Repl:
                 loop.remove_signal_handler(signal.SIGINT)
         self._turns = self.app.sessions.current.conv_count
 
+    async def save(self) -> None:
+        """`/save`. At the prompt the new session opens at once and the old one is archived
+        behind it (said when done); elsewhere (a pipe, `seelen save`) the archive runs to its
+        end first. Archives run one after another, each outside the turn lock: the old
+        session is no longer the one that turns write to."""
+        if not self._interactive:
+            await self.archive()
+            return
+        old = await self.app.sessions.begin_archive()
+        self._turns = 0
+        self.console.print(
+            "[green]A new session begins.[/green] "
+            "[dim]The last one is archived in the background; go on.[/dim]"
+        )
+        self._archiving = asyncio.create_task(self._archive_behind(old, self._archiving))
+
+    async def _archive_behind(self, session: Session, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])  # its own failure was said already
+        try:
+            result = await self.app.sessions.finish_archive(session)
+        except SeelenError as exc:
+            reason = f"The last session is not archived yet ({exc}); the next start does it."
+            self.console.print(Text(reason, style="yellow"))
+            return
+        await self._show_archived(result, "The last session is archived")
+
+    async def _finish_archiving(self) -> None:
+        """Leaving while an archive runs: wait for it. Ctrl-C leaves at once; the archive's
+        steps are recorded, and the next start finishes it."""
+        if self._archiving is None or self._archiving.done():
+            return
+        self.console.print(
+            "[dim]Finishing the archive of the last session… "
+            "(Ctrl-C leaves now; the next start finishes it)[/dim]"
+        )
+        await self._archiving
+
     async def archive(self) -> None:
         """Archive the current session with a spinner and show what changed."""
         with self.console.status("archiving the session…") as status:
             result = await self.app.sessions.archive(
                 lambda step: status.update(f"archiving: {step}…")
             )
+        self._turns = 0
+        await self._show_archived(result, "Session archived", " A new session begins.")
+
+    async def _show_archived(self, result: ArchiveResult, headline: str, then: str = "") -> None:
+        """Say that an archive is done, and what it changed in the persona and profile."""
         if await asyncio.to_thread(self.app.follow_language):
             self.console.print("Memory is being embedded again for your language(s)…")
-        self._turns = 0
         note = " (resumed)" if result.resumed else ""
-        self.console.print(f"[green]Session archived{note}.[/green] A new session begins.")
+        self.console.print(f"[green]{headline}{note}.[/green]{then}")
         for change in result.changes:
             if change.note:
                 self.console.print(f"[yellow]{_shown(change.note)}[/yellow]")
@@ -359,6 +445,8 @@ class Repl:
             return f" {s.profile} · opening your memory… · Alt-Enter: new line · /help"
         sid = self.app.sessions.current.session_id[:8]
         indexing = self.app.index.status() if self.app.index is not None else ""
+        if self._archiving is not None and not self._archiving.done():
+            indexing = f"archiving the last session…{' · ' + indexing if indexing else ''}"
         return (
             f" {s.profile} · session {sid} · {self._turns} turns · "
             f"{self.app.provider.chat_model} · {indexing + ' · ' if indexing else ''}"

@@ -91,13 +91,13 @@ async def _reset(repl: Repl, arg: str) -> bool:
 
 @command("/save", "/s", help="archive this session into long-term memory and start a new one")
 async def _save(repl: Repl, arg: str) -> bool:
-    await repl.archive()
+    await repl.save()
     return True
 
 
 @command("/saveandexit", "/sq", help="archive this session, then leave")
 async def _save_and_exit(repl: Repl, arg: str) -> bool:
-    await repl.archive()
+    await repl.save()  # leaving waits for the archive
     return False
 
 

@@ -38,8 +38,18 @@ def settings_from(
             "SEELEN_PROFILE": profile or _ROOT_FLAGS.get("profile"),
             "CHAT_MODEL": model or _ROOT_FLAGS.get("model"),
             "SEELEN_DATA_DIR": data_dir or _ROOT_FLAGS.get("data_dir"),
-        }
+        },
+        flags=_FLAG_NAMES,
+        warn=lambda line: stderr_console().print(f"seelen: {line}", markup=False, soft_wrap=True),
     )
+
+
+# The flag that sets each setting, for errors about a value typed there.
+_FLAG_NAMES = {
+    "SEELEN_PROFILE": "--profile",
+    "CHAT_MODEL": "--model",
+    "SEELEN_DATA_DIR": "--data-dir",
+}
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from seelen.chat.visible import counted
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, import_export
@@ -39,7 +40,7 @@ def read_source(source: str, stdin: IO[str] | None = None) -> str:
 
 def import_into(app: App, text: str, console: Console) -> ImportReport:
     """Import an export into the app's profile, then index the new texts with a progress bar."""
-    report = import_export(app.store, app.files, app.clock, text)
+    report = import_export(app.store, app.files, app.clock, text, app.sessions)
     app.follow_language()
     index_with_progress(app, console)
     return report
@@ -81,13 +82,14 @@ def index_if_free(settings: Settings, role: str) -> None:
 def describe(report: ImportReport) -> str:
     """One line saying what an import added."""
     line = (
-        f"Imported {report.sessions} sessions, {report.turns} turns and "
-        f"{report.summaries} summaries"
+        f"Imported {counted(report.sessions, 'session')}, {counted(report.turns, 'turn')} and "
+        f"{counted(report.summaries, 'summary', 'summaries')}"
     )
     if report.files:
         line += f"; replaced {', '.join(report.files)} (old versions in history/)"
     if report.demoted:
-        line += f"; {report.demoted} active sessions kept as archived (this profile has its own)"
+        active = counted(report.demoted, "active session")
+        line += f"; {active} kept as archived (this profile has its own)"
     return line + "."
 
 

@@ -8,6 +8,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from seelen.app import App
+from seelen.app.build import chat_model
+from seelen.config import Settings
+from seelen.errors import StoreError
+from seelen.models.chat import OpenAIChatModel
+from seelen.models.provider import Provider, choose_provider, reply_cap, start_local_server
 
 
 @dataclass(frozen=True)
@@ -19,21 +24,51 @@ class Check:
 
 def facts(app: App) -> list[tuple[str, str]]:
     """What Seelen is using: provider, models, embedding backend, data dir."""
-    s, p = app.settings, app.provider
+    embedder = app.recall.embedder if app.recall else None
+    return _facts(app.settings, app.provider, getattr(embedder, "model_id", "none"))
+
+
+def _facts(s: Settings, p: Provider, embeddings: str) -> list[tuple[str, str]]:
     endpoint = p.base_url or "https://api.openai.com/v1"
     if p.kind == "local" and p.server is not None:
         endpoint = f"{p.base_url} (llama.cpp, {p.server.model_path.name})"
-    embedder = app.recall.embedder if app.recall else None
     return [
         ("provider", p.kind),
         ("endpoint", endpoint),
         ("chat model", p.chat_model),
         ("tool model", p.tool_model),
-        ("embeddings", getattr(embedder, "model_id", "none")),
+        ("embeddings", embeddings),
         ("data dir", str(s.profile_dir)),
         ("profile", s.profile),
         ("timezone", s.timezone or "this machine's"),
     ]
+
+
+async def without_memory(
+    settings: Settings, problem: StoreError, on_line: Callable[[str], None]
+) -> tuple[list[tuple[str, str]], list[Check]]:
+    """When the memory store cannot be opened (damaged, unreadable): the facts and checks
+    that need no memory, with the store's failure reported among them, not instead of them."""
+    provider = choose_provider(settings)
+    if provider.kind == "local":
+        provider = start_local_server(settings, provider, on_line)
+    model = chat_model(settings, provider, reply_cap(settings, provider))
+    try:
+        checks = [await _timed("model answers", lambda: _model_answers(model))]
+    finally:
+        await model.aclose()
+        if provider.server is not None:
+            provider.server.stop()
+    checks.append(Check("memory store", False, str(problem)))
+    checks.append(Check("vector index", False, "not checked: the memory store did not open"))
+    return _facts(settings, provider, "not checked"), checks
+
+
+async def _model_answers(model: OpenAIChatModel) -> str:
+    reply = await model.complete([{"role": "user", "content": "Reply with the single word: ready"}])
+    if not reply:
+        raise RuntimeError("the model returned an empty answer")
+    return f"answered {reply[:40]!r}"
 
 
 async def _timed(name: str, probe: Callable[[], Awaitable[str]]) -> Check:
@@ -47,14 +82,6 @@ async def _timed(name: str, probe: Callable[[], Awaitable[str]]) -> Check:
 
 async def run_checks(app: App) -> list[Check]:
     """Probe the model, the store and the vector index; each check reports on its own."""
-
-    async def model_answers() -> str:
-        reply = await app.model.complete(
-            [{"role": "user", "content": "Reply with the single word: ready"}]
-        )
-        if not reply:
-            raise RuntimeError("the model returned an empty answer")
-        return f"answered {reply[:40]!r}"
 
     async def store_healthy() -> str:
         verdict = await asyncio.to_thread(app.store.quick_check)
@@ -76,7 +103,7 @@ async def run_checks(app: App) -> list[Check]:
         counts = "; ".join(f.detail for f in findings[1:])
         return f"{counts}; embedder dim {vector.shape[1]}"
 
-    checks = [await _timed("model answers", model_answers)]
+    checks = [await _timed("model answers", lambda: _model_answers(app.model))]
     checks.append(await _timed("memory store", store_healthy))
     checks.append(await _timed("vector index", index_healthy))
     return checks + await mcp_checks(app)

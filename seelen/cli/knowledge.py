@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from seelen.cli.common import DataOpt, ProfileOpt
+from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
     from seelen.config import Settings
@@ -35,12 +36,38 @@ def add(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) -> 
 
     settings = _settings(profile, data_dir)
     print(f"added {add_folder(settings.profile_dir, path)}")
+    _index_now(settings)
+
+
+def _index_now(settings: Settings) -> None:
+    """Index the folders now, counting on stderr (a list or search right after shows them;
+    until then the index said "0 notes indexed")."""
+    import threading
+
+    from seelen.cli.common import stderr_console
+    from seelen.knowledge.folders import open_knowledge
+
+    knowledge = open_knowledge(settings)
+    if knowledge is None:
+        return
+    try:
+        worker = threading.Thread(target=knowledge.catch_up, name="seelen-knowledge-add")
+        worker.start()
+        with stderr_console().status("indexing the notes…") as status:
+            while worker.is_alive():
+                done = knowledge.progress
+                status.update(f"indexing the notes… {done.checked} read, {done.indexed} indexed")
+                worker.join(0.1)
+    finally:
+        knowledge.close()
+    if knowledge.error:
+        raise SeelenError(f"knowledge add: {knowledge.error}")
+    print(f"{knowledge.progress.indexed} notes indexed")
 
 
 @knowledge_app.command("remove")
 def remove(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Stop reading PATH (its notes leave the index on the next start)."""
-    from seelen.errors import SeelenError
     from seelen.knowledge.folders import remove_folder
 
     settings = _settings(profile, data_dir)

@@ -23,8 +23,10 @@ from seelen.cli.common import (
 )
 from seelen.cli.db import db_app
 from seelen.cli.knowledge import knowledge_app
+from seelen.cli.mcp import mcp_app
 from seelen.cli.memory import register as register_memory_commands
-from seelen.config import Settings
+from seelen.cli.preflight import check_start
+from seelen.config import Settings, existing_profiles
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -96,7 +98,12 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     from seelen.chat.repl import Repl
 
     settings = settings_from(profile, model, data_dir)
+    check_start(settings)
     console = Console(highlight=False)
+    others = existing_profiles(settings.data_dir)
+    if others and settings.profile not in others:  # a new one, or a misspelt name?
+        new = f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
+        console.print(f"{new}(the others: {', '.join(others)})", style="yellow", markup=False)
     if sys.stdin.isatty():  # the prompt first; the profile opens behind it
         run(Repl(None, console, settings=settings).run_terminal())
         return
@@ -104,7 +111,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     async def body(application: App) -> None:
         from seelen.owner.host import serve_chat
 
-        repl = Repl(application, console)
+        repl = Repl(application, console, errors=stderr_console())
         await repl.start()
         repl.start_mcp()  # a pipe starts a server only when one of its tools is called
         async with serve_chat(application, repl.turn_lock, repl.note_remote_answer):
@@ -137,9 +144,17 @@ def ask(
     if not text.strip():
         raise typer.BadParameter("give a question as an argument or on standard input")
     settings = settings_from(profile, model, data_dir)
+    check_start(settings)
     printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
+
+    def waiting(line: str) -> None:  # another process holds the profile without serving it
+        if not as_json:
+            stderr_console().print(line, style="dim", markup=False)
+
     printer.begin()
-    final = ask_owner(settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message)
+    final = ask_owner(
+        settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message, on_wait=waiting
+    )
     if final is not None:
         raise typer.Exit(printer.finish(final))
     from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
@@ -164,6 +179,7 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     from seelen.chat.repl import Repl
 
     settings = settings_from(profile, model, data_dir)
+    check_start(settings, mcp=False)
 
     async def body(application: App) -> None:
         await Repl(application, Console(highlight=False)).archive()
@@ -181,6 +197,18 @@ server_app = typer.Typer(
 )
 app.add_typer(server_app, name="server")
 app.add_typer(db_app, name="db")
+app.add_typer(mcp_app, name="mcp")
+
+
+@app.command("profiles")
+def profiles(data_dir: DataOpt = None) -> None:
+    """List the profiles in the data dir (--profile NAME uses one; a new name starts one)."""
+    settings = settings_from(None, None, data_dir)
+    names = existing_profiles(settings.data_dir)
+    if not names:
+        print(f"no profile yet in {settings.data_dir}; the first chat starts {settings.profile!r}")
+    for name in names:
+        print(f"{name}{'  (in use)' if name == settings.profile else ''}")
 
 
 @server_app.command("status")
@@ -194,11 +222,11 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     if status is None:
         print("not running")
         raise typer.Exit(1)
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["started"]))
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.started))
     print(
-        f"running: pid {status['pid']} ({status['kind']}), since {started}, "
-        f"{status['answered']} answers, {'busy' if status['busy'] else 'idle'}, "
-        f"version {status['version']}"
+        f"running: pid {status.pid} ({status.kind}), since {started}, "
+        f"{status.answered} answers, {'busy' if status.busy else 'idle'}, "
+        f"version {status.version}"
     )
 
 
@@ -217,22 +245,31 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     from rich.markup import escape
     from rich.text import Text
 
-    from seelen.chat.render import visible
-    from seelen.cli.doctor import facts, run_checks
+    from seelen.chat.visible import visible
+    from seelen.cli.doctor import Check, facts, run_checks, without_memory
+    from seelen.errors import StoreError
 
     settings = settings_from(profile, model, data_dir)
+    check_start(settings)
     console = Console(highlight=False)
 
-    async def body(application: App) -> bool:
-        for key, value in facts(application):
+    def show(found: list[tuple[str, str]], checks: list[Check]) -> bool:
+        for key, value in found:
             console.print(f"[bold]{key:<12}[/bold] {escape(value)}", soft_wrap=True)
-        checks = await run_checks(application)
         for check in checks:
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
             console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
         return all(c.ok for c in checks)
 
-    if not run(_with_app(settings, body)):
+    async def body(application: App) -> bool:
+        return show(facts(application), await run_checks(application))
+
+    try:
+        healthy = run(_with_app(settings, body))
+    except StoreError as exc:  # a damaged memory is one finding among the others
+        line = stderr_console().print
+        healthy = show(*run(without_memory(settings, exc, lambda m: line(m, style="dim"))))
+    if not healthy:
         raise typer.Exit(1)
 
 

@@ -181,7 +181,7 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     @sub.command("show")
     def show(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """Print the file."""
-        from seelen.chat.render import visible
+        from seelen.chat.visible import visible
 
         _memory_command(
             profile,
@@ -273,9 +273,13 @@ def edit_file(app: App, name: str, console: Console) -> bool:
             raise SeelenError(f"the editor {editor!r} failed: {exc}") from None
         after = path.read_text("utf-8")
     change = app.files.write(name, after)
-    console.print(
-        f"{name}: {'saved (previous version kept in history/)' if change.changed else 'unchanged'}"
-    )
+    if not change.changed:
+        said = "unchanged"
+    elif before:
+        said = "saved (previous version kept in history/)"
+    else:  # an empty file leaves no version behind
+        said = "saved (it was empty: no earlier version to keep)"
+    console.print(f"{name}: {said}")
     return change.changed
 
 

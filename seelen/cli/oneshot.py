@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from seelen.app import App  # the profile, opened by the caller through the runtime
 from seelen.cli.answer import AnswerPrinter
+from seelen.owner import wire
 from seelen.owner.host import events_to_wire
 
 
@@ -19,9 +19,9 @@ async def answer_once(app: App, text: str, printer: AnswerPrinter, *, ephemeral:
     if manager is not None:
         await manager.wait_handshakes()
     sid = None if ephemeral else app.sessions.current.session_id
-    final: dict[str, Any] = {"type": "failed", "message": "no answer"}
+    final: wire.Done | wire.Failed = wire.Failed(message="no answer")
     async for message in events_to_wire(app.bot.turn(text, ephemeral=ephemeral), lambda: sid):
-        if message.get("end"):
+        if isinstance(message, (wire.Done, wire.Failed)):
             final = message
         else:
             printer.on_message(message)

@@ -1,6 +1,8 @@
 """From a question to ranked passages that fit a token budget.
 
-1. The question's terms are looked up in the folder's own vocabulary. A term in more than
+1. The question's function words ("how", "is", "the", 我们, 什么: `function_words.py`) are
+   dropped: sharing only these, a note is not about the question. Its other terms are
+   looked up in the folder's own vocabulary. A term in more than
    half of the chunks is dropped: BM25 gives it no weight anyway. A word the folder does not
    know is replaced by its close spellings that it does know (a typo in a name still finds
    the name). Neighbouring known terms also form a phrase, so a multi-word name ("Elena
@@ -20,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from seelen.knowledge.function_words import is_function_word
 from seelen.knowledge.index import Hit, NoteIndex
 from seelen.knowledge.text import fold, is_cjk, terms
 from seelen.memory.context import clip, estimate_tokens
@@ -81,7 +84,7 @@ class QueryPlan:
 
 def plan(index: NoteIndex, question: str) -> QueryPlan | None:
     """Turn a question into an FTS5 query against the folder's vocabulary (None: no term)."""
-    asked = terms(question)
+    asked = [t for t in terms(question) if not is_function_word(t)]
     total = index.chunk_count()
     if not asked or not total:
         return None

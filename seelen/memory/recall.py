@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -142,7 +142,13 @@ class Recall:
 
         def load() -> None:
             if after is not None:
-                wait([after])
+                # `result()`, not `wait([after])`: a future cancelled by `cancel()` (closing
+                # before the model import finished) never wakes `wait`, and this pool's thread
+                # would then hold the interpreter's exit for ever.
+                try:
+                    after.result()
+                except CancelledError:
+                    return
             embedder.embed(["warm up"])
             index.warm()
 

@@ -199,13 +199,19 @@ class Sessions:
         The new session begins even when a step fails: the old one is then finished by
         `finish_archive` at the next start, so a failing model never blocks the conversation.
         """
-        session = self.current
-        await asyncio.to_thread(self.store.record_archive_step, session.session_id, "started")
-        self._current = await asyncio.to_thread(self.store.create_session)
+        session = await self.begin_archive()
         try:
             return await self.finish_archive(session, progress)
         except SeelenError as exc:
             raise type(exc)(f"{exc}; the session is kept and archived at the next start") from exc
+
+    async def begin_archive(self) -> Session:
+        """Mark the current session for archiving and open a new one; returns the old one,
+        for `finish_archive`. Until that finishes, every start resumes it (`pending_archives`)."""
+        session = self.current
+        await asyncio.to_thread(self.store.record_archive_step, session.session_id, "started")
+        self._current = await asyncio.to_thread(self.store.create_session)
+        return session
 
     async def finish_archive(
         self, session: Session, progress: Progress = lambda _: None

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
 from seelen.memory.imports.conversation import iso_to_ms
 from seelen.memory.persona import PERSONA, PROFILE, PersonaFiles
 from seelen.store import ACTIVE, ARCHIVED, Session, Store, Summary, Turn
+
+if TYPE_CHECKING:
+    from seelen.memory.sessions import Sessions
 
 # Bumped when a field is added; import reads every version up to this one.
 FORMAT_VERSION = 2
@@ -128,40 +131,67 @@ def parse_export(text: str, clock: Clock) -> tuple[list[Session], list[Turn], li
     return sessions, turns, summaries
 
 
-def import_export(store: Store, files: PersonaFiles, clock: Clock, text: str) -> ImportReport:
+def import_export(
+    store: Store,
+    files: PersonaFiles,
+    clock: Clock,
+    text: str,
+    sessions_in_use: Sessions | None = None,
+) -> ImportReport:
     """Import an export's JSON text into this profile; calls no model, writes nothing on error.
 
     The persona and profile in the file (when present) replace the profile's own, whose
-    previous versions are kept in history/.
+    previous versions are kept in history/. The export's open session (its newest active one)
+    stays open when this profile's own open session is empty, as in a new profile: that empty
+    one goes, and `sessions_in_use` (the caller's, if any) moves to the imported one. Older
+    active sessions in the file were being archived when it was written: they are again.
     """
     sessions, turns, summaries = parse_export(text, clock)
     data = json.loads(text)  # already checked by parse_export
     own_active = store.active_session()
+    imported_active = sorted(
+        (s for s in sessions if s.status == ACTIVE), key=lambda s: (s.start_ms, s.session_id)
+    )
+    keep_open = own_active is None or (bool(imported_active) and _empty(store, own_active))
     demoted = 0
-    if own_active is not None:
+    if not keep_open:
         # One active session per profile: the imported ones join the archive as they are.
-        kept = []
-        for s in sessions:
-            if s.status == ACTIVE and s.session_id != own_active.session_id:
-                s = Session(
-                    s.session_id,
-                    s.start_ms,
-                    s.end_ms,
-                    ARCHIVED,
-                    0,
-                    s.rolling_summary,
-                    s.folded_count,
-                )
-                demoted += 1
-            kept.append(s)
-        sessions = kept
+        assert own_active is not None
+        sessions, demoted = _demoted(store, sessions, own_active.session_id)
     new = store.import_records(sessions, turns, summaries)
+    if keep_open and imported_active:
+        if own_active is not None:
+            store.delete_session(own_active.session_id)
+        for pending in imported_active[:-1]:  # archived again at the next start
+            if not store.archive_steps(pending.session_id):
+                store.record_archive_step(pending.session_id, "started")
+        if sessions_in_use is not None:
+            sessions_in_use.open()
     replaced = []
     for key, name in (("persona", PERSONA), ("profile", PROFILE)):
         value = data.get(key)
         if isinstance(value, str) and files.write(name, value).changed:
             replaced.append(name)
     return ImportReport(*new, files=tuple(replaced), demoted=demoted)
+
+
+def _empty(store: Store, session: Session) -> bool:
+    """Nothing was said in `session` yet (a new profile's, or the one this command opened)."""
+    return not session.rolling_summary and not store.turns(session.session_id)
+
+
+def _demoted(store: Store, sessions: list[Session], own: str) -> tuple[list[Session], int]:
+    """`sessions` with every active one but `own` stored as archived, and how many of those
+    are new here (one held already is skipped by the import)."""
+    kept, demoted = [], 0
+    for s in sessions:
+        if s.status == ACTIVE and s.session_id != own and store.get_session(s.session_id) is None:
+            s = Session(
+                s.session_id, s.start_ms, s.end_ms, ARCHIVED, 0, s.rolling_summary, s.folded_count
+            )
+            demoted += 1
+        kept.append(s)
+    return kept, demoted
 
 
 def _load(text: str) -> dict[str, Any]:

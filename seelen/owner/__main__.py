@@ -28,9 +28,9 @@ async def run_owner(
         return 2
     try:
         host = await host_factory(settings)
-    except ProfileBusy as exc:  # a chat holds the profile: the client answers in-process
+    except ProfileBusy as exc:  # another process holds it: the client waits for that one
         print(f"seelen owner: {exc}", file=sys.stderr)
-        return 3
+        return wire.EXIT_PROFILE_BUSY
     server = OwnerServer(
         host,
         version=wire.code_version(),

@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from seelen.config import Settings
 from seelen.owner import wire
+from seelen.owner.memory import MemoryService
 from seelen.owner.server import OwnerServer
 
 if TYPE_CHECKING:
@@ -35,8 +36,9 @@ class OwnerHost:
         self._close = close
         self.turn_lock = turn_lock or asyncio.Lock()
         self.on_answer = on_answer
+        self.memory = MemoryService(app)
 
-    async def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[dict[str, Any]]:
+    async def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[wire.Answer]:
         """Answer one question; an ephemeral one writes nothing."""
         async with self.turn_lock:
             sid = None if ephemeral else self.app.sessions.current.session_id
@@ -46,6 +48,10 @@ class OwnerHost:
                 yield message
             self.on_answer(text)
 
+    async def call(self, request: wire.MemoryCall) -> wire.Final:
+        """Answer one memory call of `seelen mcp` (beside a running turn, never inside it)."""
+        return await self.memory.call(request)
+
     async def aclose(self) -> None:
         """Close the profile and let the next writer in."""
         await self._close()
@@ -53,7 +59,7 @@ class OwnerHost:
 
 async def open_host(settings: Settings) -> OwnerHost:
     """Open the profile as its background owner, without waiting: if a chat holds it, exit
-    at once (the client then answers in-process, waiting for that chat)."""
+    at once (the client then waits for that chat to serve, or to leave)."""
     from seelen.runtime import Runtime
 
     runtime = await Runtime.open(settings, role="owner", wait=False)
@@ -67,7 +73,8 @@ async def open_host(settings: Settings) -> OwnerHost:
 async def serve_chat(
     app: App, turn_lock: asyncio.Lock, on_answer: Callable[[str], None]
 ) -> AsyncIterator[None]:
-    """While a chat is open, answer `seelen ask` from other terminals through its socket."""
+    """While a chat is open, answer `seelen ask` from other terminals through its socket;
+    leaving, answer the questions already taken first."""
     path = wire.socket_path(app.settings)
     if not app.settings.owner or not wire.usable(path):
         yield
@@ -89,52 +96,47 @@ async def serve_chat(
             await task
 
 
-def events_to_wire(
+async def events_to_wire(
     events: AsyncIterator[Event], session_id: Callable[[], str | None]
-) -> AsyncIterator[dict[str, Any]]:
-    """Turn the agent's events into wire messages; the last one is `done` or `failed`."""
+) -> AsyncIterator[wire.Answer]:
+    """Turn the agent's events into wire messages; the last one is `Done` or `Failed`."""
     from seelen.agent.events import (
         Done,
         Failed,
         KnowledgeUsed,
         Notice,
+        Saved,
         TextDelta,
         ToolFinished,
         ToolProgressed,
         TurnUsage,
     )
 
-    async def convert() -> AsyncIterator[dict[str, Any]]:
-        usage: dict[str, Any] | None = None
-        tools: list[dict[str, Any]] = []
-        async for event in events:
-            if isinstance(event, TextDelta):
-                yield {"type": "delta", "text": event.text}
-            elif isinstance(event, Notice):
-                yield {"type": "notice", "message": event.message}
-            elif isinstance(event, KnowledgeUsed):
-                from seelen.knowledge import used_line
+    usage: dict[str, object] | None = None
+    tools: list[dict[str, object]] = []
+    saved = False
+    async for event in events:
+        if isinstance(event, TextDelta):
+            yield wire.Delta(text=event.text)
+        elif isinstance(event, Saved):
+            saved = True
+            yield wire.Saved(text_id=event.text_id)
+        elif isinstance(event, Notice):
+            yield wire.Notice(message=event.message)
+        elif isinstance(event, KnowledgeUsed):
+            from seelen.knowledge import used_line
 
-                yield {"type": "used", "text": used_line(event.passages)}
-            elif isinstance(event, ToolProgressed):
-                yield {"type": "progress", "text": event.progress.line()}
-            elif isinstance(event, ToolFinished):
-                tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
-                yield {"type": "tool", **tools[-1]}
-            elif isinstance(event, TurnUsage):
-                usage = dict(vars(event))
-            elif isinstance(event, Failed):
-                yield {"type": "failed", "message": event.message, "end": True}
-                return
-            elif isinstance(event, Done):
-                yield {
-                    "type": "done",
-                    "text": event.text,
-                    "session_id": session_id(),
-                    "usage": usage,
-                    "tool_calls": tools,
-                    "end": True,
-                }
-                return
-
-    return convert()
+            yield wire.Used(text=used_line(event.passages))
+        elif isinstance(event, ToolProgressed):
+            yield wire.Progress(text=event.progress.line())
+        elif isinstance(event, ToolFinished):
+            tools.append({"name": event.outcome.name, "ok": event.outcome.ok})
+            yield wire.ToolRan(name=event.outcome.name, ok=event.outcome.ok)
+        elif isinstance(event, TurnUsage):
+            usage = dict(vars(event))
+        elif isinstance(event, Failed):
+            yield wire.Failed(message=event.message, saved=saved)
+            return
+        elif isinstance(event, Done):
+            yield wire.Done(text=event.text, session_id=session_id(), usage=usage, tool_calls=tools)
+            return

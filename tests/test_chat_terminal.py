@@ -1,0 +1,34 @@
+"""The chat in a real terminal (a pty): what the user sees while a reply streams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import Terminal, open_store
+from model_server import ModelServer, Reply
+
+
+def test_ctrl_c_during_a_reply_shows_it_once(env: ModelServer, data_dir: Path) -> None:
+    env.enqueue(Reply(text="word " * 300, chunk_delay=0.02))
+    with Terminal("chat") as terminal:
+        assert terminal.read_until("›"), terminal.text
+        terminal.send("tell me a long story\r")
+        assert terminal.read_until("word word word"), terminal.text
+        terminal.send("typed ahead")  # neither this nor Ctrl-C may be echoed into the reply
+        # (Ctrl-C then discards it, as a terminal discards its pending input on an interrupt.)
+        terminal.send("\x03")
+        assert terminal.read_until("(stopped)"), terminal.text
+        stopped = terminal.output.index(b"(stopped)")
+        assert terminal.read_until("›", after=stopped), terminal.text  # the next prompt
+        terminal.send("\x15\x04")  # Ctrl-U clears the line, Ctrl-D leaves
+        assert terminal.wait() == 0, terminal.text
+    shown = terminal.text
+    # The terminal's echo of ^C (and of keys typed meanwhile) moved the cursor inside the
+    # live region, whose repaint then left the reply's first line and printed it again.
+    assert "^C" not in shown
+    assert "typed ahead" not in shown[: shown.index("(stopped)")]
+    store = open_store(data_dir)
+    reply = store.turns(store.active_session().session_id)[-1]
+    assert reply.role == "assistant" and reply.meta.get("interrupted")
+    assert reply.text.startswith("word word word")
+    store.close()

@@ -1,0 +1,66 @@
+"""Small things a newcomer met: what edit says it kept, counts in words, cut summaries,
+which ranker found a hit."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from helpers import open_store, run_cli
+from model_server import ModelServer
+from rich.console import Console
+
+from seelen.agent.events import Recalled
+from seelen.chat.render import EventPrinter
+from seelen.memory.recalled import Passage, RecalledItem, RecallResult
+
+
+def test_editing_an_empty_profile_says_no_earlier_version_was_kept(data_dir: Path) -> None:
+    edited = run_cli("profile", "edit", env={"EDITOR": "sh -c 'echo I like tea > \"$0\"'"})
+    assert edited.returncode == 0, edited.stderr
+    assert "it was empty: no earlier version to keep" in edited.stdout
+    assert "kept in history" not in edited.stdout
+    assert not list((data_dir / "default" / "history").glob("user_profile.*"))
+    again = run_cli("profile", "edit", env={"EDITOR": "sh -c 'echo I like coffee > \"$0\"'"})
+    assert "previous version kept in history/" in again.stdout
+    assert len(list((data_dir / "default" / "history").glob("user_profile.*"))) == 1
+
+
+def item(kind: str, sources: dict[str, int]) -> RecalledItem:
+    return RecalledItem("t1", "s1", kind, "a dog named Rex", "user", 1_000, 1_000, 0.5, sources)
+
+
+def test_counts_read_as_words() -> None:
+    out = io.StringIO()
+    printer = EventPrinter(Console(file=out, width=100))
+    turn = item("turn", {"vector": 2})
+
+    def recalled(summaries: int, turns: int) -> Recalled:
+        shown = Passage("s1", (turn,) * turns, (False,) * turns, 10)
+        summary = [item("summary", {"bm25": 1})] * summaries
+        return Recalled(RecallResult("dog", summary, [turn] * turns, 0.01, passages=[shown]))
+
+    printer._other(recalled(1, 1))
+    assert "recalled 1 past session and 1 past message (/why)" in out.getvalue()
+    printer._other(recalled(2, 3))
+    assert "recalled 2 past sessions and 3 past messages" in out.getvalue()
+
+
+def test_a_memory_search_hit_says_which_ranker_found_it(env: ModelServer, data_dir: Path) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    sid = store.create_session().session_id
+    store.add_turns(
+        sid,
+        [("user", "my dog Rex loves the beach", None, 1_000), ("user", "cats", None, 2_000)],
+    )
+    store.add_summary(sid, "Dad's birthday is on Saturday; we plan a picnic by the lake.", 1, 2)
+    store.mark_archived(sid)
+    store.close()
+    found = " ".join(run_cli("memory", "search", "dog").stdout.replace("│", " ").split())
+    assert "user (words + meaning): my dog Rex" in found
+    assert "(meaning): cats" in found  # shares no word: found by meaning alone, and says so
+    listed = run_cli("sessions", "list").stdout.splitlines()  # 80 columns: a pipe
+    assert listed[0].startswith(f"{sid[:12]}  ") and listed[0].endswith("archived, 2 turns")
+    # The summary whole, on its own line (a table column had room for "Dad…").
+    assert listed[1] == "    Dad's birthday is on Saturday; we plan a picnic by the lake."
