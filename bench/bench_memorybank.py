@@ -45,9 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from seelen.api import Memory
 from seelen.app import recall_tokens
+from seelen.memory.recall import Recall
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_recall import BenchClock, add_variant_flags, tune
+from bench_recall import BenchClock, add_variant_flags, leave_out, tune
 
 HERE = Path(__file__).resolve().parent
 LABELS = {
@@ -157,20 +158,31 @@ def run_api(
             recall.clock = BenchClock(now_ms)
         tune(recall, options)
         out: dict = {}
-        for mode in MODES:
-            found = [memory.recall(q, options.limit, mode)["turns"] for q in questions]
-            out[mode] = [ranked(turns) for turns in found]
-        for variant in variants(options):
-            recall.context, given = variant
-            budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
-            recall.token_budget = int(budget) or recall_tokens(memory._app.settings)
-            recall.conv_num = int(cap or options.cap or memory._app.settings.recall_conv_num)
-            chat = [memory.recall(q) for q in questions]
-            out[f"prompt@{variant}"] = [
-                ([t["text_id"] for t in c["turns"] if t["in_prompt"]], c["prompt_tokens"])
-                for c in chat
-            ]
+        for without in options.without.split("/"):
+            leave_out(recall, without)
+            out[without] = search_all(memory, recall, questions, options)
         return out
+
+
+def search_all(
+    memory: Memory, recall: Recall, questions: list[str], options: argparse.Namespace
+) -> dict:
+    """Every question in every mode, then through chat's recall per budget: {mode: [ranked
+    ids per question], "prompt@…": [(ids in the prompt, tokens) per question]}."""
+    out: dict = {}
+    for mode in MODES:
+        found = [memory.recall(q, options.limit, mode)["turns"] for q in questions]
+        out[mode] = [ranked(turns) for turns in found]
+    for variant in variants(options):
+        recall.context, given = variant
+        budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
+        recall.token_budget = int(budget) or recall_tokens(memory._app.settings)
+        recall.conv_num = int(cap or options.cap or memory._app.settings.recall_conv_num)
+        chat = [memory.recall(q) for q in questions]
+        out[f"prompt@{variant}"] = [
+            ([t["text_id"] for t in c["turns"] if t["in_prompt"]], c["prompt_tokens"]) for c in chat
+        ]
+    return out
 
 
 def run_cli(
@@ -215,7 +227,7 @@ def run_cli(
         out[f"prompt@{variant}"] = [
             ([t["text_id"] for t in c["turns"] if t["in_prompt"]], c["prompt_tokens"]) for c in chat
         ]
-    return out
+    return {"": out}  # the commands rank as shipped: no change can be left out
 
 
 def variants(options: argparse.Namespace) -> list[tuple[str, str]]:
@@ -226,31 +238,39 @@ def variants(options: argparse.Namespace) -> list[tuple[str, str]]:
 
 def bench_language(
     data: Path, lang: str, labels: dict[str, dict], options: argparse.Namespace
-) -> dict[str, dict]:
-    """Scores of every labelled question of one language, per set of questions, mode and
-    budget: {set: {"scores": {mode: [row per question]}, "unlabelled": n}}."""
+) -> dict[str, dict[str, dict]]:
+    """Scores of every labelled question of one language, per variant (--without), set of
+    questions, mode and budget: {variant: {set: {"scores": {mode: [row per question]},
+    "unlabelled": n}}}."""
     people = json.loads((data / FILES[lang]).read_text("utf-8"))
-    out: dict[str, dict] = {kind: {"scores": {}, "unlabelled": 0} for kind in labels}
+    out: dict[str, dict[str, dict]] = {}
+    unlabelled = dict.fromkeys(labels, 0)
     with tempfile.TemporaryDirectory() as tmp:
         for p, (name, person) in enumerate(people.items()):
             items = []
             for kind, sets in labels.items():
                 given = sets[lang].get(name.strip(), [])
                 items += [(kind, x) for x in given if x["turns"]]
-                out[kind]["unlabelled"] += sum(1 for x in given if not x["turns"])
+                unlabelled[kind] += sum(1 for x in given if not x["turns"])
             if not items:
                 continue
             export = export_for(lang, p, person["history"])
             questions = [x["question"] for _, x in items]
             run = run_cli if options.cli else run_api
             now = None if options.asked_on == "today" else asked_on(person["history"])
-            ranked = run(Path(tmp), slug(lang, p), export, questions, options, now)
-            for mode in ranked:
-                for (kind, x), got in zip(items, ranked[mode], strict=True):
-                    gold = {text_id(lang, p, d, i, r) for d, i, r in x["turns"]}
-                    prompt = mode.startswith("prompt")
-                    row = prompt_score(*got, gold) if prompt else score(got, gold)
-                    out[kind]["scores"].setdefault(mode, []).append(row)
+            for variant, ranked in run(
+                Path(tmp), slug(lang, p), export, questions, options, now
+            ).items():
+                sets = out.setdefault(variant, {kind: {"scores": {}} for kind in labels})
+                for mode in ranked:
+                    for (kind, x), got in zip(items, ranked[mode], strict=True):
+                        gold = {text_id(lang, p, d, i, r) for d, i, r in x["turns"]}
+                        prompt = mode.startswith("prompt")
+                        row = prompt_score(*got, gold) if prompt else score(got, gold)
+                        sets[kind]["scores"].setdefault(mode, []).append(row)
+    for sets in out.values():
+        for kind, result in sets.items():
+            result["unlabelled"] = unlabelled[kind]
     return out
 
 
@@ -285,9 +305,14 @@ def main() -> None:
     labels = {kind: json.loads(path.read_text("utf-8")) for kind, path in LABELS.items()}
     started = time.perf_counter()
     print(f"embedder: {args.embedder}, BM25 votes x{args.bm25_weight}, asked {args.asked_on}")
+    if args.cli and args.without:
+        raise SystemExit("--without needs the in-process run (the commands rank as shipped)")
     for lang in args.lang.split(","):
-        for kind, result in bench_language(data, lang, labels, args).items():
-            print_language(f"{lang}{kind}", result, args)
+        for variant, sets in bench_language(data, lang, labels, args).items():
+            if not args.cli:
+                print(f"== without: {variant or 'nothing'} ==")
+            for kind, result in sets.items():
+                print_language(f"{lang}{kind}", result, args)
     print(f"({time.perf_counter() - started:.0f} s; load {os.getloadavg()[0]:.1f})")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -34,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, scale
 
+import seelen.memory.recall as recall_module
+from seelen.memory import when
 from seelen.memory.clock import Clock
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
@@ -271,20 +274,34 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
             clock=BenchClock(memory.store.get_session(memory.current).start_ms),
         )
         tune(recall, args)
-        results = evaluate(memory, recall, embedder, data.queries, args.conv_num)
-        print_quality(results, args.conv_num)
-        if args.verbose:
-            print_misses(data, results, args.conv_num)
-        print("\nR@prompt (share of supporting turns in chat's prompt), tokens, turns")
-        print(f"{'budget':12}" + "".join(f"{k:>22}" for k in (*KINDS, "all")))
-        for context in args.context.split(","):
-            print(f"context {context}")
-            for given in args.prompt_tokens.split(","):
-                budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
-                recall.token_budget, recall.conv_num = int(budget), int(cap or args.prompt_cap)
-                recall.context = context
-                print_prompt(given, prompt_shares(memory, recall, data.queries))
+        context = recall.context
+        for without in args.without.split("/"):
+            leave_out(recall, without)
+            print(f"\n== without: {without or 'nothing'} ==")
+            recall.token_budget, recall.conv_num, recall.context = (
+                args.tokens,
+                args.conv_num,
+                context,
+            )
+            results = evaluate(memory, recall, embedder, data.queries, args.conv_num)
+            print_quality(results, args.conv_num)
+            if args.verbose:
+                print_misses(data, results, args.conv_num)
+            print_prompts(memory, recall, data, args)
         memory.store.close()
+
+
+def print_prompts(memory: Memory, recall: Recall, data: Dataset, args: argparse.Namespace) -> None:
+    """R@prompt per category for each passage rule and budget asked for."""
+    print("\nR@prompt (share of supporting turns in chat's prompt), tokens, turns")
+    print(f"{'budget':12}" + "".join(f"{k:>22}" for k in (*KINDS, "all")))
+    for context in args.context.split(","):
+        print(f"context {context}")
+        for given in args.prompt_tokens.split(","):
+            budget, _, cap = given.partition(":")  # "960:20": 960 tokens, at most 20 turns
+            recall.token_budget, recall.conv_num = int(budget), int(cap or args.prompt_cap)
+            recall.context = context
+            print_prompt(given, prompt_shares(memory, recall, data.queries))
 
 
 def add_variant_flags(parser: argparse.ArgumentParser) -> None:
@@ -293,13 +310,43 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--context", default="brief", help="passage rules (passages.CONTEXTS), comma-separated"
     )
+    parser.add_argument(
+        "--without",
+        default="",
+        help="ranking changes left out, comma-separated: shares (BM25 votes by word share), "
+        "lift (questions about the assistant's words), zh-days (Chinese dates as days); "
+        "several variants separated by '/', each measured on the same index",
+    )
 
 
 def tune(recall: Recall, args: argparse.Namespace) -> None:
-    """A ranking variant under measurement: BM25's votes scaled."""
+    """A ranking variant under measurement: BM25's votes scaled (`leave_out` leaves
+    changes out)."""
     for name in [*recall.weights, "bm25"]:
         if name.startswith("bm25"):
             recall.weights[name] = recall.weights.get(name, 1.0) * args.bm25_weight
+
+
+CHANGES = ("shares", "lift", "zh-days")
+_ASKS_ASSISTANT = recall_module.asks_assistant
+_ZH_DATE = when._ZH_DATE
+
+
+def leave_out(recall: Recall, without: str) -> None:
+    """Leave the named ranking changes (comma-separated, of CHANGES) out of `recall`, and
+    put the others back: the ranking as it was before each, measured on the same index."""
+    names = set(filter(None, without.split(",")))
+    if names - set(CHANGES):
+        raise SystemExit(f"--without: unknown {sorted(names - set(CHANGES))}, not of {CHANGES}")
+    if "shares" in names:  # every BM25 vote whole, as before
+        recall._shares = lambda query, lists: None  # type: ignore[assignment,method-assign]
+    else:
+        vars(recall).pop("_shares", None)
+    asks = (lambda question: False) if "lift" in names else _ASKS_ASSISTANT
+    recall_module.asks_assistant = asks  # type: ignore[assignment]
+    # Before: "5月2号" named the month alone.
+    month = re.compile(r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月()")
+    when._ZH_DATE = month if "zh-days" in names else _ZH_DATE
 
 
 class BenchClock(Clock):
@@ -492,13 +539,20 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
             memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
             clock = BenchClock(memory.store.get_session(memory.current).start_ms)
             # Chat's recall: its default budget and cap, passages included.
-            recall = StagedRecall(memory.store, memory.index, embedder, clock=clock)
-            times = time_queries(recall, embedder, questions, memory.current)
-            print_latency(size, times, short)
-            for stage, (wall, used) in recall.stages.items():
-                for name, ms in (("wall", wall), ("CPU", used)):
-                    print(f"{'':12}{stage} stage ({name}): median {np.median(ms):.1f}, ", end="")
-                    print(f"p95 {np.percentile(ms, 95):.1f} ms")
+            for without in args.without.split("/"):
+                recall = StagedRecall(memory.store, memory.index, embedder, clock=clock)
+                leave_out(recall, without)
+                print(f"{'':12}without: {without or 'nothing'}; {load_avg()}")
+                times = time_queries(recall, embedder, questions, memory.current)
+                print_latency(size, times, short)
+                for stage, (wall, used) in recall.stages.items():
+                    for name, ms in (("wall", wall), ("CPU", used)):
+                        if ms:
+                            print(
+                                f"{'':12}{stage} stage ({name}): median {np.median(ms):.1f}, ",
+                                end="",
+                            )
+                            print(f"p95 {np.percentile(ms, 95):.1f} ms")
             print_time_stage(memory, embedder, base, args.conv_num)
             print(f"{'':12}after: {load_avg()}")
             memory.store.close()

@@ -4,7 +4,9 @@ Two stages, as in the design: the `session_num` most relevant summaries of *othe
 sessions, then the most relevant turns, found by direct turn search, as passages (each turn
 with the turns that make it understandable, passages.py) within a token budget (and at most
 `conv_num` turns, a safety bound). Ranked lists are fused by reciprocal rank:
-score = Σ weight / (60 + rank).
+score = Σ weight × share / (60 + rank), a BM25 vote scaled by the share of the question's
+word weight the turn holds (fusion.py); a question about what the assistant said lifts its
+replies.
 A matching summary only lifts its session's turns a little (a low-weight list searched inside
 its session); it never filters, and its turns never outvote the direct search. A question
 that names a time ("on March 4") is also searched inside that time's sessions. Turns come out
