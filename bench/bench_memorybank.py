@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -138,29 +139,33 @@ def asked_on(history: dict[str, list[dict[str, str]]]) -> int:
     return int((last + timedelta(days=1)).timestamp() * 1000)
 
 
-def run_api(
-    root: Path,
-    name: str,
-    export: str,
-    questions: list[str],
-    options: argparse.Namespace,
-    now_ms: int | None = None,
-) -> dict:
-    """Import and search in-process through seelen.api, asking at `now_ms` (None: now);
-    {mode: [ranked ids per question]}, and per budget {"prompt@N": [(ids in the prompt,
-    tokens) per question]}."""
+@dataclass(frozen=True)
+class Person:
+    """One person's profile to build and the questions to ask of it."""
+
+    root: Path  # the data folder
+    name: str  # the profile
+    export: str  # the person's days, as `seelen export --format json` writes them
+    questions: list[str]
+    now_ms: int | None  # when they are asked (None: now)
+
+
+def run_api(person: Person, options: argparse.Namespace) -> dict:
+    """Import and search in-process through seelen.api, per variant (--without): {variant:
+    {mode: [ranked ids per question], "prompt@…": [(ids in the prompt, tokens) per
+    question]}}."""
     settings = {"TIMEZONE": "UTC", "EMBEDDING_PROVIDER": options.embedder}
-    with Memory.open(root, name, **settings) as memory:
-        memory.import_json(export)
+    with Memory.open(person.root, person.name, **settings) as memory:
+        memory.import_json(person.export)
         recall = memory._app.recall
         assert recall is not None
-        if now_ms is not None:
-            recall.clock = BenchClock(now_ms)
+        if person.now_ms is not None:
+            recall.clock = BenchClock(person.now_ms)
         tune(recall, options)
         out: dict = {}
         for without in options.without.split("/"):
             leave_out(recall, without)
-            out[without] = search_all(memory, recall, questions, options)
+            out[without] = search_all(memory, recall, person.questions, options)
         return out
 
 
@@ -185,22 +190,16 @@ def search_all(
     return out
 
 
-def run_cli(
-    root: Path,
-    name: str,
-    export: str,
-    questions: list[str],
-    options: argparse.Namespace,
-    now_ms: int | None = None,
-) -> dict:
+def run_cli(person: Person, options: argparse.Namespace) -> dict:
     """The same through the installed commands, one process per import and per mode (asked
     now: `now_ms` cannot reach them)."""
+    root, name, questions = person.root, person.name, person.questions
     env = {**os.environ, "SEELEN_DATA_DIR": str(root), "SEELEN_PROFILE": name, "TIMEZONE": "UTC"}
     env["EMBEDDING_PROVIDER"] = options.embedder
     limit = options.limit
     command = [sys.executable, "-m", "seelen"]
     path = root / f"{name}.json"
-    path.write_text(export, "utf-8")
+    path.write_text(person.export, "utf-8")
     subprocess.run([*command, "import", str(path)], env=env, check=True, capture_output=True)
     out = {}
     lines = "".join(q.replace("\n", " ") + "\n" for q in questions)
@@ -258,9 +257,8 @@ def bench_language(
             questions = [x["question"] for _, x in items]
             run = run_cli if options.cli else run_api
             now = None if options.asked_on == "today" else asked_on(person["history"])
-            for variant, ranked in run(
-                Path(tmp), slug(lang, p), export, questions, options, now
-            ).items():
+            asked = Person(Path(tmp), slug(lang, p), export, questions, now)
+            for variant, ranked in run(asked, options).items():
                 sets = out.setdefault(variant, {kind: {"scores": {}} for kind in labels})
                 for mode in ranked:
                     for (kind, x), got in zip(items, ranked[mode], strict=True):

@@ -429,16 +429,7 @@ def _two_fact_sessions(
     for i, row in enumerate(_rows(TWO_FACTS)):
         plan[rng.randrange(half)].append(_Plant(row[0], f"pair:{i}:a", row[3]))
         plan[rng.randrange(half, sessions)].append(_Plant(row[1], f"pair:{i}:b", row[4]))
-    out, where = [], {}
-    for i, plants in enumerate(plan):
-        rng.shuffle(plants)
-        day = i * (SPAN_DAYS - 2) // sessions + rng.randrange(2)
-        start = BASE_MS + day * DAY_MS + rng.randint(18, 21) * 3_600_000
-        n_turns = max(2 * len(plants) + 6, 2 * rng.randint(8, 12))
-        session, places = _session(f"p{i:03d}", start, rng, plants, n_turns)
-        out.append(session)
-        where.update({ref: (session.key, index) for ref, index in places.items()})
-    return out, where
+    return _planned(rng, plan, "p", (18, 21))
 
 
 def _two_fact_queries(where: dict[str, tuple[str, int]]) -> list[BenchQuery]:
@@ -460,13 +451,21 @@ def _more_sessions(
             plan[at].append(_Plant(row["abc".index(part)], f"several:{i}:{part}"))
     for i, row in enumerate(_rows(ADVICE)):
         plan[rng.randrange(sessions)].append(_Plant(row[0], f"advice:{i}", reply=row[1]))
+    return _planned(rng, plan, "m", (7, 9))
+
+
+def _planned(
+    rng: random.Random, plan: list[list[_Plant]], prefix: str, hours: tuple[int, int]
+) -> tuple[list[BenchSession], dict[str, tuple[str, int]]]:
+    """One chit-chat session per entry of `plan`, holding its plants, spread over the months
+    (starting between `hours`); the sessions and where each plant landed."""
     out, where = [], {}
     for i, plants in enumerate(plan):
         rng.shuffle(plants)
-        day = i * (SPAN_DAYS - 2) // sessions + rng.randrange(2)
-        start = BASE_MS + day * DAY_MS + rng.randint(7, 9) * 3_600_000
+        day = i * (SPAN_DAYS - 2) // len(plan) + rng.randrange(2)
+        start = BASE_MS + day * DAY_MS + rng.randint(*hours) * 3_600_000
         n_turns = max(2 * len(plants) + 6, 2 * rng.randint(8, 12))
-        session, places = _session(f"m{i:03d}", start, rng, plants, n_turns)
+        session, places = _session(f"{prefix}{i:03d}", start, rng, plants, n_turns)
         out.append(session)
         where.update({ref: (session.key, index) for ref, index in places.items()})
     return out, where

@@ -141,26 +141,28 @@ class TextSearch:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
+        seqs: dict[int, str] = dict(
+            self._query(f"SELECT seq, text_id FROM conversation WHERE text_id IN ({marks})", ids)
+        )
+        seq_marks = ",".join("?" * len(seqs))
         # Rows ever stored stand in for the turns indexed (a count would scan every row).
         total = self._query("SELECT coalesce(max(seq), 0) FROM conversation")[0][0]
         weights: dict[str, float] = {}
         held: dict[str, float] = dict.fromkeys(ids, 0.0)
         for term in fts_terms(query):
-            match = f"text : {term}"
-            found = self._query(
-                "SELECT count(*) FROM conversation_fts WHERE conversation_fts MATCH ?", (match,)
-            )[0][0]
+            # One pass over the word's index entries counts them and picks the candidates
+            # holding it by rowid (joining each entry to its turn cost 4-8x more at 100k).
+            found, among = self._query(
+                f"SELECT count(*), group_concat(CASE WHEN rowid IN ({seq_marks}) THEN rowid END)"
+                " FROM conversation_fts WHERE conversation_fts MATCH ?",
+                (*seqs, f"text : {term}"),
+            )[0]
             if not found:  # a word the memory never holds weighs nothing
                 continue
             weight = math.log((total + 1) / found)
             weights[term] = weight
-            rows = self._query(
-                "SELECT c.text_id FROM conversation_fts f JOIN conversation c ON c.seq = f.rowid "
-                f"WHERE conversation_fts MATCH ? AND c.text_id IN ({marks})",
-                (match, *ids),
-            )
-            for (text_id,) in rows:
-                held[text_id] += weight
+            for seq in filter(None, (among or "").split(",")):
+                held[seqs[int(seq)]] += weight
         whole = sum(weights.values())
         return {i: held[i] / whole if whole else 0.0 for i in ids}
 
