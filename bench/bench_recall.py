@@ -308,6 +308,9 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of the variants under measurement (read by `tune` and the R@prompt loops)."""
     parser.add_argument("--bm25-weight", type=float, default=1.0, help="scales the BM25 votes")
     parser.add_argument(
+        "--bm25-floor", type=float, help="BM25 hits kept: at least this share of the best score"
+    )
+    parser.add_argument(
         "--context", default="brief", help="passage rules (passages.CONTEXTS), comma-separated"
     )
     parser.add_argument(
@@ -320,11 +323,13 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def tune(recall: Recall, args: argparse.Namespace) -> None:
-    """A ranking variant under measurement: BM25's votes scaled (`leave_out` leaves
-    changes out)."""
+    """A ranking variant under measurement: BM25's votes scaled, its floor moved
+    (`leave_out` leaves changes out)."""
     for name in [*recall.weights, "bm25"]:
         if name.startswith("bm25"):
             recall.weights[name] = recall.weights.get(name, 1.0) * args.bm25_weight
+    if args.bm25_floor is not None:
+        recall.bm25_floor = args.bm25_floor
 
 
 CHANGES = ("shares", "lift", "zh-days")
