@@ -149,5 +149,5 @@ def knowledge_text(data: dict[str, Any]) -> str:
 
 
 def _counted(n: int, noun: str) -> str:
-    """"1 turn", "2 turns": a client's model reads these lines as sentences."""
+    """ "1 turn", "2 turns": a client's model reads these lines as sentences."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
