@@ -134,6 +134,28 @@ async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory
     assert live == ["My sister Lena lives in Porto.", "answer to My sister Lena lives in Porto."]
 
 
+async def test_an_owner_started_for_memory_calls_has_no_chat_model_until_an_ask_needs_one(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    open_store(data_dir).close()
+    settings = load_settings()
+    async with stdio_session() as session:
+        kept = await call(session, "remember", text="My bike is a green Brompton.")
+        first = owner_status(settings)
+        assert first is not None and first.memory_only  # no model server for memory calls
+        shown = await asyncio.to_thread(run_cli, "server", "status")
+        assert f"pid {first.pid} (background, memory calls only)" in shown.stdout
+        # An ask replaces it with an owner that answers, and the memory is the same.
+        asked = await asyncio.to_thread(run_seelen, "ask", "which bike do I have?")
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout.strip() == "answer to which bike do I have?"
+        second = owner_status(settings)
+        assert second is not None and not second.memory_only and second.pid != first.pid
+        found = await call(session, "search_memory", query="Brompton bike")
+        assert found["turns"][0]["text_id"] == kept["text_id"]
+
+
 async def test_a_profile_that_does_not_exist_is_one_sentence_and_nothing_is_made(
     owner_env: ModelServer, data_dir: Path
 ) -> None:

@@ -224,7 +224,8 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         raise typer.Exit(1)
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.started))
     print(
-        f"running: pid {status.pid} ({status.kind}), since {started}, "
+        f"running: pid {status.pid} ({status.kind}"
+        f"{', memory calls only' if status.memory_only else ''}), since {started}, "
         f"{status.answered} answers, {'busy' if status.busy else 'idle'}, "
         f"version {status.version}"
     )

@@ -26,6 +26,6 @@ async def answer_once(app: App, text: str, printer: AnswerPrinter, *, ephemeral:
         else:
             printer.on_message(message)
     code = printer.finish(final)
-    if app.index is not None and not ephemeral:  # the answer is out: index it for recall
-        await asyncio.to_thread(app.index.index_all)
+    if not ephemeral:  # the answer is out: index it for recall (this process is the writer)
+        await asyncio.to_thread(app.index_pending)
     return code

@@ -101,7 +101,7 @@ def _spawn_lock(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _owner_env(settings: Settings) -> dict[str, str]:
+def _owner_env(settings: Settings, *, memory_only: bool) -> dict[str, str]:
     """The owner sees what this client sees, with the command-line flags made explicit."""
     env = dict(os.environ)
     env.update(
@@ -109,25 +109,29 @@ def _owner_env(settings: Settings) -> dict[str, str]:
         SEELEN_DATA_DIR=str(Path(settings.data_dir).absolute()),
         CHAT_MODEL=settings.chat_model,
     )
+    env.pop(wire.MEMORY_ONLY_ENV, None)
+    if memory_only:
+        env[wire.MEMORY_ONLY_ENV] = "1"
     if not settings.chat_model:
         env.pop("CHAT_MODEL")
     return env
 
 
-def start_owner(settings: Settings) -> socket.socket | None:
+def start_owner(settings: Settings, *, memory_only: bool = False) -> socket.socket | None:
     """Start the owner in the background and connect to it; None if it could not start
-    (`_Busy` when another process holds the profile)."""
+    (`_Busy` when another process holds the profile). A `memory_only` owner serves memory
+    calls without a chat model (see `wire.MEMORY_ONLY_ENV`)."""
     from seelen.files import private_dir  # only here: a question that finds its owner skips it
 
     directory = settings.profile_dir
     try:
         private_dir(directory)
-        return _spawn(settings, directory)
+        return _spawn(settings, directory, memory_only=memory_only)
     except OSError:
         return None  # the in-process path reports what is wrong with the folder
 
 
-def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
+def _spawn(settings: Settings, directory: Path, *, memory_only: bool) -> socket.socket | None:
     from seelen.files import private_dir
 
     path = wire.socket_path(settings)
@@ -140,7 +144,7 @@ def _spawn(settings: Settings, directory: Path) -> socket.socket | None:
         try:
             process = subprocess.Popen(
                 [sys.executable, "-m", "seelen.owner"],
-                env=_owner_env(settings),
+                env=_owner_env(settings, memory_only=memory_only),
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,
                 stderr=log_fd,
@@ -171,11 +175,12 @@ def connect(
     *,
     on_wait: Callable[[str], None] = lambda _: None,
     wait_seconds: float | None = None,
+    memory_only: bool = False,
 ) -> socket.socket | None:
-    """A connection to the profile's owner, starting one when none runs; None when no owner
-    can run. While another process holds the profile without serving it, wait (saying so
-    once through `on_wait`) until it serves or leaves, at most `wait_seconds` (then
-    TimeoutError) or for as long as it takes."""
+    """A connection to the profile's owner, starting one (`memory_only`: see `start_owner`)
+    when none runs; None when no owner can run. While another process holds the profile
+    without serving it, wait (saying so once through `on_wait`) until it serves or leaves,
+    at most `wait_seconds` (then TimeoutError) or for as long as it takes."""
     path = wire.socket_path(settings)
     deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
     told = False
@@ -187,7 +192,7 @@ def connect(
         pid = holder.get("pid")
         if not isinstance(pid, int) or pid == os.getpid() or gone(pid):
             with contextlib.suppress(_Busy):  # taken meanwhile: wait for the new holder
-                return start_owner(settings)
+                return start_owner(settings, memory_only=memory_only)
             holder = wire.lock_holder(settings.profile_dir)
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"{wire.describe_holder(holder)} is using this profile")
@@ -265,7 +270,7 @@ def ask(
             if shown:  # an ephemeral answer was half shown: starting over would repeat it
                 return wire.Failed(message=f"{LOST}; ask again")
             continue  # never stored: a fresh owner takes it
-        # Refused: another version, or other settings.
+        # Refused: another version, other settings, or an owner of memory calls only.
         if replaced or not stop_owner(settings):
             return None  # an open chat serves this profile with other settings
         replaced = True
@@ -294,7 +299,7 @@ def call(
     replaced = False
     for _attempt in range(ATTEMPTS + 1):
         try:
-            sock = connect(settings, wait_seconds=HELD_SECONDS)
+            sock = connect(settings, wait_seconds=HELD_SECONDS, memory_only=True)
         except TimeoutError as exc:
             return wire.Failed(message=f"{exc}; try again when it is done")
         if sock is None:

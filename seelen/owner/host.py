@@ -19,6 +19,7 @@ from seelen.owner.server import OwnerServer
 if TYPE_CHECKING:
     from seelen.agent.events import Event
     from seelen.app import App
+    from seelen.knowledge import Knowledge
 
 
 class OwnerHost:
@@ -37,6 +38,11 @@ class OwnerHost:
         self.turn_lock = turn_lock or asyncio.Lock()
         self.on_answer = on_answer
         self.memory = MemoryService(app)
+
+    @property
+    def answers(self) -> bool:
+        """Whether it answers questions (an owner of memory calls only has no chat model)."""
+        return self.app.chatbot is not None
 
     async def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[wire.Answer]:
         """Answer one question; an ephemeral one writes nothing."""
@@ -57,16 +63,40 @@ class OwnerHost:
         await self._close()
 
 
-async def open_host(settings: Settings) -> OwnerHost:
+async def open_host(settings: Settings, *, memory_only: bool = False) -> OwnerHost:
     """Open the profile as its background owner, without waiting: if a chat holds it, exit
-    at once (the client then waits for that chat to serve, or to leave)."""
+    at once (the client then waits for that chat to serve, or to leave).
+
+    A `memory_only` owner (started by `seelen mcp`) builds no chat model, so no local model
+    server starts for a client that only searches and remembers; it leaves unfinished
+    archives (they need the tool model) to the next full owner or chat."""
     from seelen.runtime import Runtime
 
+    if memory_only:
+        runtime = await Runtime.open(
+            settings, role="owner", wait=False, with_model=False, finish_archives=False
+        )
+        try:
+            runtime.app.knowledge = await asyncio.to_thread(_start_knowledge, runtime.app)
+        except BaseException:
+            await runtime.aclose()
+            raise
+        return OwnerHost(runtime.app, runtime.aclose)
     runtime = await Runtime.open(settings, role="owner", wait=False)
     mcp = runtime.app.start_mcp(lambda _line: None)
     if mcp is not None:  # only servers whose tools are not cached yet: once per config
         await mcp.wait_handshakes()
     return OwnerHost(runtime.app, runtime.aclose)
+
+
+def _start_knowledge(app: App) -> Knowledge | None:
+    """The knowledge folders (`search_knowledge`), closed with the App."""
+    from seelen.app.build import start_knowledge
+
+    with contextlib.ExitStack() as opened:
+        knowledge = start_knowledge(app.settings, opened)
+        app.stack.enter_context(opened.pop_all())
+    return knowledge
 
 
 @contextlib.asynccontextmanager

@@ -41,6 +41,11 @@ REQUEST_SECONDS = 10.0
 class Host(Protocol):
     """What an owner serves: one opened profile (`seelen.owner.host.OwnerHost`)."""
 
+    @property
+    def answers(self) -> bool:
+        """Whether it answers questions (an owner of memory calls only does not)."""
+        ...
+
     def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[wire.Answer]:
         """Answer one question as wire messages; the last one is `Done` or `Failed`."""
         ...
@@ -177,11 +182,15 @@ class OwnerServer:
             answered=self.answered,
             busy=self._turn_lock.locked(),
             clients=len(self._clients) - 1,  # not counting the one asking
+            memory_only=not self.host.answers,
         )
 
     async def _ask(self, request: wire.Ask, send: Send) -> None:
         if request.fingerprint != self.fingerprint:
             await send(wire.Refused(reason="settings"))
+            return
+        if not self.host.answers:
+            await send(wire.Refused(reason="memory calls only"))
             return
         if not request.text.strip():
             await send(wire.Failed(message="empty question"))

@@ -38,6 +38,10 @@ MAX_SOCKET_PATH = 107
 MAX_LINE = 64 * 1024 * 1024
 # What an owner exits with when another process holds the profile (`python -m seelen.owner`).
 EXIT_PROFILE_BUSY = 3
+# Set (to "1") in the environment of an owner started for memory calls only (`seelen mcp`):
+# it builds no chat model (no local llama.cpp server) and refuses `Ask`, so the first `ask`
+# replaces it with a full owner.
+MEMORY_ONLY_ENV = "SEELEN_OWNER_MEMORY_ONLY"
 
 _HOLDERS = {
     "chat": "the Seelen chat in another terminal",
@@ -237,6 +241,7 @@ class StatusReply(Message):
     answered: int
     busy: bool
     clients: int = 0  # connections being answered or waiting for their turn
+    memory_only: bool = False  # started for memory calls (MEMORY_ONLY_ENV): answers no `Ask`
 
 
 @dataclass(frozen=True, kw_only=True)
