@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 from helpers import alive, wait_gone
 
-from seelen.agent.events import Done, TextDelta, TurnUsage
+from seelen.agent.events import Done, Event, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.errors import ConfigError
@@ -18,6 +21,7 @@ from seelen.models.provider import (
     reply_cap,
     rewrites_files,
 )
+from seelen.store import now_ms
 
 
 async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,3 +108,43 @@ def test_a_small_prompt_budget_gets_the_compact_rules() -> None:
     parts = PromptParts("persona", "profile", "", [], [], [], datetime.now(UTC))
     assert build_messages(parts, 3840)[0]["content"].startswith(COMPACT_RULES)
     assert build_messages(parts, 8000)[0]["content"].startswith(RULES)
+
+
+async def _usage(events: AsyncIterator[Event]) -> TurnUsage:
+    return next(e for e in [e async for e in events] if isinstance(e, TurnUsage))
+
+
+async def test_the_next_question_reuses_the_prompt_read_ahead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What changes per question (the time, what was recalled) comes with the question, so
+    the next prompt begins byte for byte as the last one did before its question; the
+    warm-up after an answer has llama.cpp read that beginning, and the next question takes
+    it from the cache."""
+    monkeypatch.setenv("MAX_REPLY_TOKENS", "8")  # a few tokens: the prompt is the point
+    monkeypatch.setenv("ENABLE_MCP", "false")
+    app = build_app(load_settings())
+    prompts: list[list[dict[str, Any]]] = []
+    app.bot.log_prompt = prompts.append
+    try:
+        await app.open_session()
+        past = app.store.create_session(start_ms=now_ms() - 86_400_000)
+        said = ["My cat is called Pixel.", "Lovely!", "I work as a nurse in Porto.", "Nice."]
+        rows = [
+            ("user" if i % 2 == 0 else "assistant", text, None, None) for i, text in enumerate(said)
+        ]
+        app.store.add_turns(past.session_id, rows)
+        app.store.mark_archived(past.session_id)
+        await _usage(app.bot.turn("What is my cat called?"))
+        assert app.bot.warmer is not None  # the local model's prompt is read ahead
+        warm = await app.bot.warmer.warm()  # what an open chat or owner does after an answer
+        second = await _usage(app.bot.turn("Where do I work as a nurse?"))
+    finally:
+        await app.aclose()
+    one, two = prompts
+    assert "Pixel" in one[-1]["content"] and "Porto" in two[-1]["content"]  # recalled apiece
+    assert two[: len(one) - 1] == one[:-1]  # the system message and the turns before
+    assert two[len(one) - 1] == {"role": "user", "content": "What is my cat called?"}
+    # All of what was read ahead but its last two tokens ("assistant", a newline: where the
+    # read-ahead asked for a reply, the question's prompt has the next user message).
+    assert warm is not None and second.cached_tokens >= warm.prompt_tokens - 2, (warm, second)

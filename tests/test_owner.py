@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import open_store, run_seelen, wait_gone, wait_until
+from helpers import asked, open_store, run_seelen, wait_gone, wait_until
 from model_server import ModelServer, Reply
 
 import seelen
@@ -23,8 +23,7 @@ from seelen.owner.client import owner_status, request
 
 
 def _echo(body: dict) -> Reply:
-    users = [m for m in body["messages"] if m["role"] == "user"]
-    return Reply(text=f"answer to {users[-1]['content']}")
+    return Reply(text=f"answer to {asked(body)}")
 
 
 @pytest.fixture
