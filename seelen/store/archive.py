@@ -8,6 +8,7 @@ step whose work was kept, and so never adds a session's summary twice.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -89,7 +90,7 @@ class Archiving:
             _record(db, session_id, "archived", "")
 
 
-def _record(db: Any, session_id: str, step: str, payload: str) -> None:
+def _record(db: sqlite3.Connection, session_id: str, step: str, payload: str) -> None:
     db.execute(
         "INSERT OR REPLACE INTO archive_step VALUES (?, ?, ?, ?)",
         (session_id, step, now_ms(), payload),
