@@ -12,12 +12,16 @@ from seelen.agent.events import Done, Event, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.errors import ConfigError
-from seelen.memory.context import build_messages
+from seelen.memory.context import build_messages, recall_budget
 from seelen.models.local import LOCAL_REPLY_TOKENS, LOCAL_SAMPLING
 from seelen.models.provider import (
+    BUNDLED_CONTEXT_TOKENS,
+    DEFAULT_CONTEXT_TOKENS,
     Provider,
     chat_sampling,
     choose_provider,
+    planned_prompt_budget,
+    prompt_budget,
     reply_cap,
     rewrites_files,
 )
@@ -43,6 +47,9 @@ async def test_chat_and_archive_with_the_bundled_model(monkeypatch: pytest.Monke
         usage = next(e for e in events if isinstance(e, TurnUsage))
         assert 0 < usage.completion_tokens <= 40  # the reply cap reached llama.cpp
         assert app.model.sampling == LOCAL_SAMPLING
+        # A small prompt, and recall within a fifth of it: the model evaluates every token.
+        assert app.bot.context_tokens == BUNDLED_CONTEXT_TOKENS
+        assert app.recall.token_budget == recall_budget(BUNDLED_CONTEXT_TOKENS)
         sid = app.sessions.current.session_id
         assert [t.role for t in app.store.turns(sid)] == ["user", "assistant"]
 
@@ -97,6 +104,24 @@ def test_only_the_bundled_model_is_kept_from_rewriting_persona_and_profile(
     assert rewrites_files(load_settings(), local)
     monkeypatch.setenv("REWRITE_FILES", "false")
     assert not rewrites_files(load_settings(), remote)
+
+
+def test_the_prompt_budget_is_small_only_for_the_bundled_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    local, remote = Provider("local", "", "k", "m", "m"), Provider("openai", "u", "k", "m", "m")
+    settings = load_settings()
+    assert prompt_budget(settings, local, LOCAL_REPLY_TOKENS) == BUNDLED_CONTEXT_TOKENS
+    assert planned_prompt_budget(settings) == BUNDLED_CONTEXT_TOKENS  # what memory search uses
+    assert prompt_budget(settings, remote, 0) == DEFAULT_CONTEXT_TOKENS
+    monkeypatch.setenv("LOCAL_MODEL_PATH", "/models/bigger.gguf")  # the user's own: what fits
+    assert prompt_budget(load_settings(), local, LOCAL_REPLY_TOKENS) == 4096 - LOCAL_REPLY_TOKENS
+    monkeypatch.delenv("LOCAL_MODEL_PATH")
+    monkeypatch.setenv("CONTEXT_TOKENS", "2500")  # a budget set by hand is kept
+    assert prompt_budget(load_settings(), local, LOCAL_REPLY_TOKENS) == 2500
+    monkeypatch.setenv("CONTEXT_TOKENS", "100")
+    with pytest.raises(ConfigError, match=r"CONTEXT_TOKENS.*at least 512"):
+        load_settings()
 
 
 def test_a_small_prompt_budget_gets_the_compact_rules() -> None:
