@@ -92,7 +92,7 @@ def owner_pid(env: dict[str, str]) -> int | None:
     from seelen.owner.client import owner_status
 
     status = owner_status(load_settings(environ=env))
-    return status["pid"] if status else None
+    return status.pid if status else None
 
 
 def line(label: str, values: list[float], unit: str) -> str:

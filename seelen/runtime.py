@@ -33,15 +33,12 @@ from seelen.app.core import DB_FILE
 from seelen.config import Settings, existing_profiles
 from seelen.errors import ConfigError, SeelenError
 from seelen.files import private_dir
+from seelen.owner import wire
 from seelen.store import OutdatedStore, Session, Store
 
 T = TypeVar("T")
 
-LOCK_FILE = "owner.lock"
-_HOLDERS = {
-    "chat": "the Seelen chat in another terminal",
-    "owner": "Seelen's background process",
-}
+LOCK_FILE = wire.LOCK_FILE
 
 
 class ProfileBusy(SeelenError):
@@ -62,13 +59,7 @@ class ProfileLock:
 
     def holder(self) -> str:
         """Who holds the lock, in words, from what the holder wrote into the file."""
-        try:
-            info = json.loads(self.path.read_text("utf-8") or "{}")
-        except (OSError, ValueError):
-            info = {}
-        role = str(info.get("role", ""))
-        who = _HOLDERS.get(role, f"another `seelen {role}`" if role else "another Seelen")
-        return f"{who} (pid {info['pid']})" if "pid" in info else who
+        return wire.describe_holder(wire.lock_holder(self.path.parent))
 
     def waiting_line(self) -> str:
         """What a writer that waits for the holder says, once."""

@@ -62,3 +62,20 @@ def env(model_server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> ModelServ
     # Each test answers in its own process; tests/test_owner.py covers the warm owner.
     monkeypatch.setenv("SEELEN_OWNER", "false")
     return model_server
+
+
+@pytest.fixture
+def owner_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
+    """The test model server (echoing), with clients going through a real warm owner that
+    is asked to stop after the test (it finishes on its own; the next test has its own data
+    dir, and so its own owner)."""
+    from helpers import echo
+
+    from seelen.config import load_settings
+    from seelen.owner import wire
+    from seelen.owner.client import request
+
+    env.responder = echo
+    monkeypatch.setenv("SEELEN_OWNER", "true")
+    yield env
+    request(wire.socket_path(load_settings()), wire.Stop())

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from model_server import Reply
 
 from seelen.memory.context import users_words
 from seelen.memory.prompts import CONTEXT_OPEN
@@ -310,4 +311,20 @@ def context_of(body: dict | list[dict]) -> str:
         content[: len(content) - len(users_words(content))]
         if content.startswith(CONTEXT_OPEN)
         else ""
+    )
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    """A model that answers "answer to <the last user message>"."""
+    return Reply(text=f"answer to {asked(body)}")
+
+
+def piped_chat(command: list[str] | None = None) -> subprocess.Popen[str]:
+    """`seelen chat` as a real process reading lines from a pipe (text mode)."""
+    return subprocess.Popen(
+        command or [sys.executable, "-m", "seelen", "chat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )

@@ -143,6 +143,9 @@ class ModelServer:
 
     def __init__(self, responder: Callable[[dict], Reply] | None = None) -> None:
         self.responder: Callable[[dict], Reply] | None = responder
+        # Called with the texts of each embedding request before it is answered (a test can
+        # hold the request there, e.g. to stop a process in the middle of it).
+        self.on_embed: Callable[[list[str]], None] | None = None
         self.requests: list[dict] = []  # JSON bodies of POSTs (chat + embeddings), in order
         self.headers: list[dict[str, str]] = []  # lower-cased headers of every HTTP request
         self.paths: list[str] = []  # "METHOD /path" of every HTTP request, in order
@@ -508,6 +511,8 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 else str(x)
                 for x in inputs
             ]
+            if server.on_embed is not None:
+                server.on_embed(texts)
             dim = int(body.get("dimensions") or EMBEDDING_DIM)
             as_base64 = body.get("encoding_format") == "base64"
             data = []

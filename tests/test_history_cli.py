@@ -180,7 +180,7 @@ def test_background_import_is_searchable_at_once_and_embedded_by_the_owner(
         found = {t["text"]: t for t in search("which bike do I ride")["turns"][:2]}
         assert "vector" in found["My bike is a green Gazelle."]["rankers"]
     finally:
-        request(wire.socket_path(load_settings()), {"op": "stop"})
+        request(wire.socket_path(load_settings()), wire.Stop())
 
 
 def test_summarize_says_what_it_costs_then_replaces_the_made_up_summaries(

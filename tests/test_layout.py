@@ -15,8 +15,8 @@ ROOT = Path(seelen.__file__).parent
 # Top to bottom: a unit may import its own kind and anything below it, never above.
 LAYERS: list[set[str]] = [
     {"seelen.__main__", "seelen.cli"},
-    {"seelen.chat"},
-    {"seelen.owner.__main__", "seelen.owner.host", "seelen.owner.server", "seelen.owner.mcp"},
+    {"seelen.chat", "seelen.mcp_server"},
+    {"seelen.owner.__main__", "seelen.owner.host", "seelen.owner.server", "seelen.owner.memory"},
     {"seelen.runtime", "seelen.api"},
     {"seelen.app"},
     {"seelen.agent"},

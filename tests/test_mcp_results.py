@@ -143,7 +143,7 @@ def test_ask_on_a_terminal_shows_progress_through_the_warm_owner(
         reader.join(10)
     finally:
         os.close(main)
-        request(wire.socket_path(load_settings()), {"op": "stop"})
+        request(wire.socket_path(load_settings()), wire.Stop())
     stderr = b"".join(terminal).decode()
     assert proc.returncode == 0, stderr
     assert out == "Finished.\n"

@@ -9,36 +9,19 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
 from pathlib import Path
 
-import pytest
-from helpers import asked, open_store, run_seelen, wait_gone, wait_until
+from helpers import asked, echo, open_store, piped_chat, run_seelen, wait_gone, wait_until
 from model_server import ModelServer, Reply
 
 import seelen
 from seelen.config import load_settings
 from seelen.owner import wire
-from seelen.owner.client import owner_status, request
+from seelen.owner.client import owner_status
 
 
-def _echo(body: dict) -> Reply:
-    return Reply(text=f"answer to {asked(body)}")
-
-
-@pytest.fixture
-def owner_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModelServer]:
-    """The test model server, with asks going through a warm owner that is stopped after."""
-    env.responder = _echo
-    monkeypatch.setenv("SEELEN_OWNER", "true")
-    yield env
-    settings = load_settings()
-    # Ask it to stop, without waiting: it finishes on its own, and the next test has its own
-    # data dir (and so its own owner).
-    request(wire.socket_path(settings), {"op": "stop"})
-
-
-def _status() -> dict:
+def _status() -> wire.StatusReply:
     status = owner_status(load_settings())
     assert status is not None, "no owner is running"
     return status
@@ -51,12 +34,12 @@ def test_a_client_starts_an_owner_and_a_second_reuses_it(
     first = run_seelen("ask", "first question")
     assert first.returncode == 0, first.stderr
     assert first.stdout == "answer to first question\n"
-    pid = _status()["pid"]
+    pid = _status().pid
     second = run_seelen("ask", "--json", "second question")
     assert second.returncode == 0, second.stderr
     assert '"reply": "answer to second question"' in second.stdout
     status = _status()
-    assert status["pid"] == pid and status["answered"] == 2
+    assert status.pid == pid and status.answered == 2
     socket_file = data_dir / "default" / "owner.sock"
     assert stat.S_IMODE(socket_file.stat().st_mode) == 0o600
     store = open_store(data_dir)
@@ -72,13 +55,13 @@ def test_a_killed_owner_is_replaced_and_no_turn_is_lost(
     owner_env: ModelServer, data_dir: Path
 ) -> None:
     assert run_seelen("ask", "before the kill").returncode == 0
-    pid = _status()["pid"]
+    pid = _status().pid
     os.kill(pid, signal.SIGKILL)
     assert wait_gone(pid)
     after = run_seelen("ask", "after the kill")  # the socket file is stale now
     assert after.returncode == 0, after.stderr
     assert after.stdout == "answer to after the kill\n"
-    assert _status()["pid"] != pid
+    assert _status().pid != pid
     store = open_store(data_dir)
     texts = [t.text for t in store.turns(store.active_session().session_id)]
     assert texts == [
@@ -104,12 +87,12 @@ def test_an_owner_of_another_version_is_replaced(
     )
     try:
         wait_until(lambda: owner_status(load_settings()), 30, "the old owner never answered")
-        assert _status()["version"].startswith("0.0.1+")
+        assert _status().version.startswith("0.0.1+")
         result = run_seelen("ask", "are you new?")
         assert result.returncode == 0, result.stderr
         assert result.stdout == "answer to are you new?\n"
         assert process.wait(timeout=15) == 0  # the old owner was asked to stop, and did
-        assert _status()["version"].startswith(seelen.__version__ + "+")
+        assert _status().version.startswith(seelen.__version__ + "+")
     finally:
         if process.poll() is None:
             process.kill()
@@ -117,19 +100,20 @@ def test_an_owner_of_another_version_is_replaced(
 
 def test_an_owner_with_other_settings_is_replaced(owner_env: ModelServer) -> None:
     assert run_seelen("ask", "one").returncode == 0
-    pid = _status()["pid"]
+    pid = _status().pid
     result = run_seelen("ask", "two", env={"MAX_TOOL_ROUNDS": "2"})
     assert result.stdout == "answer to two\n"
     assert wait_gone(pid)
-    assert _status()["pid"] != pid
+    assert _status().pid != pid
 
 
 def test_the_idle_timeout_ends_the_owner(owner_env: ModelServer) -> None:
-    result = run_seelen("ask", "quick one", env={"SEELEN_IDLE_MINUTES": "0.01"})
+    # Three seconds: long enough to see the owner after the ask, even on a busy machine.
+    result = run_seelen("ask", "quick one", env={"SEELEN_IDLE_MINUTES": "0.05"})
     assert result.returncode == 0, result.stderr
-    status = owner_status(load_settings({"SEELEN_IDLE_MINUTES": "0.01"}))
+    status = owner_status(load_settings({"SEELEN_IDLE_MINUTES": "0.05"}))
     assert status is not None
-    assert wait_gone(status["pid"], seconds=20)
+    assert wait_gone(status.pid, seconds=20)
     assert not (Path(os.environ["SEELEN_DATA_DIR"]) / "default" / "owner.sock").exists()
 
 
@@ -155,7 +139,7 @@ def test_eight_parallel_asks_share_one_owner_and_each_gets_its_own_answer(
     for question, result in zip(questions, results, strict=True):
         assert result.returncode == 0, result.stderr
         assert result.stdout == f"answer to {question}\n"
-    assert _status()["answered"] == 8
+    assert _status().answered == 8
     store = open_store(data_dir)
     turns = store.turns(store.active_session().session_id)
     assert sorted(t.text for t in turns if t.role == "user") == sorted(questions)
@@ -166,13 +150,7 @@ def test_eight_parallel_asks_share_one_owner_and_each_gets_its_own_answer(
 def test_an_open_chat_answers_asks_from_other_terminals(
     owner_env: ModelServer, data_dir: Path
 ) -> None:
-    chat = subprocess.Popen(
-        [sys.executable, "-m", "seelen", "chat"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    chat = piped_chat()
     try:
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
@@ -183,7 +161,7 @@ def test_an_open_chat_answers_asks_from_other_terminals(
             return owner_status(load_settings()) is not None
 
         wait_until(serving, 30, "the chat never answered as the profile's owner")
-        assert _status()["kind"] == "chat"
+        assert _status().kind == "chat"
         asked = run_seelen("ask", "from another terminal")  # the chat's pipe stays open
         assert asked.returncode == 0, asked.stderr
         assert asked.stdout == "answer to from another terminal\n"
@@ -197,3 +175,175 @@ def test_an_open_chat_answers_asks_from_other_terminals(
     store = open_store(data_dir)
     users = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
     assert users == ["hello from the chat", "from another terminal", "and back in the chat"]
+
+
+# --- stopping the owner never drops a client ---------------------------------------------
+
+
+class _Gates:
+    """The model answers a question that starts with a gate's name only once it is open."""
+
+    def __init__(self, *names: str) -> None:
+        self.gates = {name: threading.Event() for name in names}
+
+    def __call__(self, body: dict) -> Reply:
+        question = asked(body)
+        for name, gate in self.gates.items():
+            if question.startswith(name):
+                gate.wait(60)
+        return echo(body)
+
+    def open(self, name: str | None = None) -> None:
+        for key, gate in self.gates.items():
+            if name in (None, key):
+                gate.set()
+
+
+def _wait_stopping(socket_file: Path, process: subprocess.Popen[str]) -> None:
+    """Until the owner behind `socket_file` takes no new connection (it is stopping)."""
+
+    def stopping() -> bool:
+        assert process.poll() is None, process.communicate()
+        return not socket_file.exists()
+
+    wait_until(stopping, 60, "the owner kept taking connections")
+
+
+def _serving(kind: str, process: subprocess.Popen[str]) -> bool:
+    """Whether an owner of `kind` serves the profile (`process`, which should, still runs)."""
+    assert process.poll() is None, process.communicate()
+    status = owner_status(load_settings())
+    return status is not None and status.kind == kind
+
+
+def _start_asks(*questions: str, ephemeral: bool = False) -> list[subprocess.Popen[str]]:
+    extra = ["--ephemeral"] if ephemeral else []
+    return [
+        subprocess.Popen(
+            [sys.executable, "-m", "seelen", "ask", *extra, q],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for q in questions
+    ]
+
+
+def _finish(asks: list[subprocess.Popen[str]]) -> list[tuple[int, str, str]]:
+    results = []
+    for process in asks:
+        out, err = process.communicate(timeout=90)
+        results.append((process.returncode, out, err))
+    return results
+
+
+def _wait_for_clients(count: int, seconds: float = 60) -> None:
+    """Until the profile's owner holds `count` connections (answering or queued)."""
+
+    def holding() -> bool:
+        status = owner_status(load_settings())
+        return status is not None and status.clients >= count
+
+    wait_until(holding, seconds, f"the owner never held {count} clients")
+
+
+def _answered_once(data_dir: Path, questions: list[str]) -> None:
+    """Every question is stored exactly once, followed by its own answer."""
+    store = open_store(data_dir)
+    turns = [t for s in store.list_sessions() for t in store.turns(s.session_id)]
+    for question in questions:
+        asked = [i for i, t in enumerate(turns) if t.text == question]
+        assert len(asked) == 1, f"{question!r} stored {len(asked)} times"
+        assert turns[asked[0] + 1].text == f"answer to {question}"
+
+
+def test_a_reindex_stopping_the_owner_answers_every_ask_it_took(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    assert run_seelen("ask", "warm up").returncode == 0
+    pid = _status().pid
+    owner_env.responder = gates = _Gates("queued", "just looking")
+    try:
+        questions = [f"queued {i}" for i in range(3)]
+        asks = _start_asks(*questions) + _start_asks("just looking", ephemeral=True)
+        _wait_for_clients(4)
+        reindex = subprocess.Popen(  # it stops the owner to take the profile
+            [sys.executable, "-m", "seelen", "memory", "reindex"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _wait_stopping(data_dir / "default" / "owner.sock", reindex)
+    finally:
+        gates.open()
+    _out, err = reindex.communicate(timeout=90)
+    assert reindex.returncode == 0, err
+    assert wait_gone(pid)
+    for code, out, ask_err in _finish(asks):
+        assert code == 0 and "internal error" not in ask_err, ask_err
+        assert out.startswith("answer to ")
+    _answered_once(data_dir, questions)
+
+
+def test_a_chat_opening_and_leaving_answers_the_asks_it_took(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    assert run_seelen("ask", "warm up").returncode == 0
+    owner_env.responder = gates = _Gates("before the chat", "as the chat leaves")
+    socket_file = data_dir / "default" / "owner.sock"
+    chat = piped_chat()
+    try:
+        before = [f"before the chat {i}" for i in range(2)]
+        asks = _start_asks(*before)
+        _wait_for_clients(2)
+        assert chat.stdin is not None
+        chat.stdin.write("hello from the chat\n")  # opening, it stops the owner
+        chat.stdin.flush()
+        _wait_stopping(socket_file, chat)
+        gates.open("before the chat")
+        # Asked while the chat opens: they wait for it, and it answers them.
+        during = [f"while the chat opens {i}" for i in range(2)]
+        asks += _start_asks(*during)
+        wait_until(lambda: _serving("chat", chat), 60, "the chat never served the profile")
+        last = [f"as the chat leaves {i}" for i in range(2)]
+        asks += _start_asks(*last)
+
+        def all_connected() -> bool:  # every ask still running is connected to the chat
+            running = sum(1 for a in asks if a.poll() is None)
+            status = owner_status(load_settings())
+            return status is not None and status.clients >= running
+
+        wait_until(all_connected, 60, "the asks never reached the chat")
+        chat.stdin.close()  # the chat leaves
+        _wait_stopping(socket_file, chat)
+    finally:
+        gates.open()
+    assert chat.wait(timeout=90) == 0
+    for code, answer, ask_err in _finish(asks):
+        assert code == 0 and "internal error" not in ask_err, ask_err
+        assert answer.startswith("answer to ")
+    _answered_once(data_dir, [*before, *during, *last, "hello from the chat"])
+
+
+def test_an_owner_killed_mid_answer_says_the_question_is_saved(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    assert run_seelen("ask", "warm up").returncode == 0
+    pid = _status().pid
+    owner_env.responder = lambda body: Reply(text="a slow answer " * 20, chunk_delay=0.2)
+    (ask,) = _start_asks("the question that stays")
+    # The question is stored before the model is called.
+    wait_until(
+        lambda: len(owner_env.chat_requests()) >= 2, 60, "the question never reached the model"
+    )
+    os.kill(pid, signal.SIGKILL)
+    ((code, _out, err),) = _finish([ask])
+    assert code == 1
+    assert "internal error" not in err
+    assert "stopped while answering" in err and "your question is saved" in err
+    store = open_store(data_dir)
+    users = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
+    assert users == ["warm up", "the question that stays"]
+    owner_env.responder = echo
+    again = run_seelen("ask", "and now?")  # a fresh owner takes over
+    assert again.returncode == 0 and again.stdout == "answer to and now?\n", again.stderr

@@ -19,7 +19,14 @@ def two_profiles(env: ModelServer, data_dir: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["profile", "show"], ["memory", "search", "dog"], ["sessions", "list"], ["export"]],
+    [
+        ["profile", "show"],
+        ["memory", "search", "dog"],
+        ["sessions", "list"],
+        ["export"],
+        ["knowledge", "list"],
+        ["knowledge", "search", "dog"],
+    ],
 )
 def test_a_reader_of_a_misspelt_profile_names_the_existing_ones(
     two_profiles: None, data_dir: Path, command: list[str]

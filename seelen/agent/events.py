@@ -18,6 +18,13 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Saved:
+    """The user's words are committed (`text_id`): from here on nothing typed can be lost."""
+
+    text_id: str
+
+
+@dataclass(frozen=True)
 class Recalled:
     """What recall found for the question, before the model is asked."""
 
@@ -95,7 +102,8 @@ class Done:
 
 
 Event = (
-    Recalled
+    Saved
+    | Recalled
     | TextDelta
     | ToolStarted
     | ToolFinished

@@ -19,6 +19,7 @@ from seelen.agent.events import (
     KnowledgeUsed,
     Notice,
     Recalled,
+    Saved,
     TextDelta,
     ToolFinished,
     ToolProgressed,
@@ -143,6 +144,7 @@ class ChatBot:
             # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now
             # would compete with recall for the same two cores, right when the user waits.
             question = await asyncio.to_thread(self.sessions.add_turn, "user", text)
+            yield Saved(question.text_id)
             log, context = TurnLog(self.sessions, keep=True), None
         async for event in self._respond(question, log, context):
             yield event
@@ -223,8 +225,10 @@ class ChatBot:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
                 yield Failed(str(exc))
                 return
-            except asyncio.CancelledError:
-                if shown:  # Ctrl-C: keep what the user already saw
+            except (asyncio.CancelledError, GeneratorExit):
+                # Ctrl-C (cancelled), or the caller stopped reading (closed): keep what was
+                # already said. Closing allows no await, and saving needs none.
+                if shown:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
                 raise
             assert completion is not None

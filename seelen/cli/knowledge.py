@@ -20,12 +20,18 @@ knowledge_app = typer.Typer(help="Note folders Seelen reads by itself (knowledge
 PathArg = Annotated[str, typer.Argument(help="a folder of notes")]
 
 
-def _settings(profile: str | None, data_dir: str | None) -> Settings:
+def _settings(profile: str | None, data_dir: str | None, *, reading: bool = False) -> Settings:
+    """The profile's settings. A writer (add, remove) creates the profile's folder; a reader
+    (list, search) creates nothing, and a misspelt profile name gets the names that exist."""
     from seelen.cli.common import settings_from
     from seelen.config import prepare_profile_dir
+    from seelen.runtime import must_exist
 
     settings = settings_from(profile, None, data_dir)
-    prepare_profile_dir(settings)
+    if reading:
+        must_exist(settings)
+    else:
+        prepare_profile_dir(settings)
     return settings
 
 
@@ -81,7 +87,7 @@ def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """The folders read, where each comes from, and how many notes of it are indexed."""
     from seelen.knowledge.folders import configured_dirs, indexed_counts, load_folders
 
-    settings = _settings(profile, data_dir)
+    settings = _settings(profile, data_dir, reading=True)
     env, own = configured_dirs(settings), load_folders(settings.profile_dir)
     counts = indexed_counts(settings)
     if not env and not own:
@@ -101,14 +107,16 @@ def search(
     data_dir: DataOpt = None,
 ) -> None:
     """Bring the index up to date, then print the passages that best match QUERY."""
+    from seelen.config import prepare_profile_dir
     from seelen.knowledge.folders import open_knowledge
     from seelen.memory.context import one_line
 
-    settings = _settings(profile, data_dir)
+    settings = _settings(profile, data_dir, reading=True)
     knowledge = open_knowledge(settings)
     if knowledge is None:
         print("no knowledge folder; add one with: seelen knowledge add PATH")
         return
+    prepare_profile_dir(settings)  # the notes' index lives in the profile (KNOWLEDGE_DIRS)
     try:
         knowledge.catch_up()
         for passage in knowledge.search(query, tokens):

@@ -23,6 +23,7 @@ from seelen.cli.common import (
 )
 from seelen.cli.db import db_app
 from seelen.cli.knowledge import knowledge_app
+from seelen.cli.mcp import mcp_app
 from seelen.cli.memory import register as register_memory_commands
 from seelen.cli.preflight import check_start
 from seelen.config import Settings, existing_profiles
@@ -145,8 +146,15 @@ def ask(
     settings = settings_from(profile, model, data_dir)
     check_start(settings)
     printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
+
+    def waiting(line: str) -> None:  # another process holds the profile without serving it
+        if not as_json:
+            stderr_console().print(line, style="dim", markup=False)
+
     printer.begin()
-    final = ask_owner(settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message)
+    final = ask_owner(
+        settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message, on_wait=waiting
+    )
     if final is not None:
         raise typer.Exit(printer.finish(final))
     from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
@@ -189,6 +197,7 @@ server_app = typer.Typer(
 )
 app.add_typer(server_app, name="server")
 app.add_typer(db_app, name="db")
+app.add_typer(mcp_app, name="mcp")
 
 
 @app.command("profiles")
@@ -213,11 +222,12 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     if status is None:
         print("not running")
         raise typer.Exit(1)
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["started"]))
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.started))
     print(
-        f"running: pid {status['pid']} ({status['kind']}), since {started}, "
-        f"{status['answered']} answers, {'busy' if status['busy'] else 'idle'}, "
-        f"version {status['version']}"
+        f"running: pid {status.pid} ({status.kind}"
+        f"{', memory calls only' if status.memory_only else ''}), since {started}, "
+        f"{status.answered} answers, {'busy' if status.busy else 'idle'}, "
+        f"version {status.version}"
     )
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from seelen.app import App  # the profile, opened by the caller through the runtime
 from seelen.cli.answer import AnswerPrinter
+from seelen.owner import wire
 from seelen.owner.host import events_to_wire
 
 
@@ -19,13 +19,13 @@ async def answer_once(app: App, text: str, printer: AnswerPrinter, *, ephemeral:
     if manager is not None:
         await manager.wait_handshakes()
     sid = None if ephemeral else app.sessions.current.session_id
-    final: dict[str, Any] = {"type": "failed", "message": "no answer"}
+    final: wire.Done | wire.Failed = wire.Failed(message="no answer")
     async for message in events_to_wire(app.bot.turn(text, ephemeral=ephemeral), lambda: sid):
-        if message.get("end"):
+        if isinstance(message, (wire.Done, wire.Failed)):
             final = message
         else:
             printer.on_message(message)
     code = printer.finish(final)
-    if app.index is not None and not ephemeral:  # the answer is out: index it for recall
-        await asyncio.to_thread(app.index.index_all)
+    if not ephemeral:  # the answer is out: index it for recall (this process is the writer)
+        await asyncio.to_thread(app.index_pending)
     return code

@@ -91,11 +91,14 @@ def open_knowledge(settings: Settings) -> Knowledge | None:
 
 def indexed_counts(settings: Settings) -> dict[str, int]:
     """Notes indexed per folder (by the folder as configured); missing folders are left out."""
-    index = NoteIndex(settings.profile_dir / INDEX_DIR / "index.db")
-    try:
-        roots = [root for _, _, root in index.signatures().values()]
-    finally:
-        index.close()
+    path = settings.profile_dir / INDEX_DIR / "index.db"
+    roots: list[str] = []
+    if path.exists():  # a count creates no index
+        index = NoteIndex(path)
+        try:
+            roots = [root for _, _, root in index.signatures().values()]
+        finally:
+            index.close()
     counts: dict[str, int] = {}
     for folder in all_folders(settings):
         real = real_root(folder)

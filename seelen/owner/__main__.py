@@ -7,6 +7,7 @@ profile (`host.open_host`), serves it (`server.OwnerServer`) until idle or stopp
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -28,9 +29,9 @@ async def run_owner(
         return 2
     try:
         host = await host_factory(settings)
-    except ProfileBusy as exc:  # a chat holds the profile: the client answers in-process
+    except ProfileBusy as exc:  # another process holds it: the client waits for that one
         print(f"seelen owner: {exc}", file=sys.stderr)
-        return 3
+        return wire.EXIT_PROFILE_BUSY
     server = OwnerServer(
         host,
         version=wire.code_version(),
@@ -50,7 +51,9 @@ def main() -> None:
     from seelen.errors import SeelenError
 
     try:
-        code = asyncio.run(run_owner(load_settings(), open_host))
+        memory_only = os.environ.get(wire.MEMORY_ONLY_ENV) == "1"
+        host_factory = functools.partial(open_host, memory_only=memory_only)
+        code = asyncio.run(run_owner(load_settings(), host_factory))
     except SeelenError as exc:
         print(f"seelen owner: {exc}", file=sys.stderr)
         code = exc.exit_code

@@ -1,0 +1,102 @@
+"""`seelen ask … | head`: a reader that stops reading ends the printing, never the answer.
+
+The reply is stored whole (the next chat shows it), no traceback is printed, and the exit
+status is the answer's. Real processes: a pipe closed by its reader is process behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from helpers import open_store, wait_until
+from model_server import ModelServer, Reply
+
+# Words enough that the reply goes on well after the reader has left.
+REPLY = " ".join(f"word{n}" for n in range(400))
+
+
+def ask_and_close_early(question: str) -> tuple[int, str]:
+    """Run `seelen ask QUESTION`, read a few bytes of its stdout, then close the pipe."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "ask", question],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.read(20)
+    assert first.startswith(b"word0")
+    proc.stdout.close()  # the reader leaves, as `head -c 20` does
+    err = proc.stderr.read().decode()
+    return proc.wait(60), err
+
+
+@pytest.mark.parametrize("through_owner", [False, True], ids=["in-process", "owner"])
+def test_a_reader_that_leaves_early_still_gets_the_reply_stored_whole(
+    env: ModelServer, data_dir, monkeypatch: pytest.MonkeyPatch, through_owner: bool
+) -> None:
+    env.responder = lambda body: Reply(text=REPLY, chunk_delay=0.002)
+    if through_owner:
+        monkeypatch.setenv("SEELEN_OWNER", "true")
+    code, err = ask_and_close_early("tell me many words")
+    if through_owner:
+        from seelen.config import load_settings
+        from seelen.owner import wire
+        from seelen.owner.client import request
+
+        request(wire.socket_path(load_settings()), wire.Stop())
+    assert code == 0, err
+    assert "Traceback" not in err and "error" not in err, err
+    store = open_store(data_dir)
+    try:
+        session = store.active_session()
+        assert session is not None
+        turns = [(t.role, t.text) for t in store.turns(session.session_id)]
+    finally:
+        store.close()
+    assert turns == [("user", "tell me many words"), ("assistant", REPLY)]
+
+
+def test_a_client_killed_mid_answer_still_gets_the_reply_stored_whole(
+    env: ModelServer, data_dir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seelen.config import load_settings
+    from seelen.owner import wire
+    from seelen.owner.client import request
+
+    env.responder = lambda body: Reply(text=REPLY, chunk_delay=0.002)
+    monkeypatch.setenv("SEELEN_OWNER", "true")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "ask", "tell me many words"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read(5) == b"word0"
+    proc.kill()  # the owner loses its client in the middle of the answer
+    proc.wait(30)
+
+    def reply_stored() -> bool:
+        store = open_store(data_dir)
+        try:
+            session = store.active_session()
+            return session is not None and [t.role for t in store.turns(session.session_id)] == [
+                "user",
+                "assistant",
+            ]
+        finally:
+            store.close()
+
+    wait_until(reply_stored, 60, "the owner never stored the reply of the killed client")
+    request(wire.socket_path(load_settings()), wire.Stop())
+    store = open_store(data_dir)
+    try:
+        session = store.active_session()
+        assert session is not None
+        assert store.turns(session.session_id)[-1].text == REPLY
+    finally:
+        store.close()

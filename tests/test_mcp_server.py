@@ -1,0 +1,344 @@
+"""`seelen mcp` as other assistants use it: real MCP clients (the official SDK over stdio and
+HTTP, fastmcp's client) against the installed `seelen mcp` process, which talks to the real
+owner; a chat open beside them; the owner killed in the middle of a call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from helpers import (
+    open_store,
+    piped_chat,
+    run_cli,
+    run_seelen,
+    wait_gone,
+    wait_until,
+    wait_until_async,
+)
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import Implementation
+from model_server import ModelServer
+
+from seelen.config import load_settings
+from seelen.owner.client import owner_status
+
+SEELEN = str(Path(sys.executable).with_name("seelen"))
+# An SSE read may wait for a fresh owner to open the profile (httpx waits 5 s by default).
+LONG = httpx2.Timeout(30, read=120)  # the installed command
+
+
+@asynccontextmanager
+async def stdio_session(*args: str, name: str = "test-client") -> AsyncIterator[ClientSession]:
+    """The official SDK's client, talking to `seelen mcp ARGS` over stdio."""
+    params = StdioServerParameters(command=SEELEN, args=["mcp", *args], env=dict(os.environ))
+    info = Implementation(name=name, version="1.0")
+    with open(os.devnull, "w") as quiet:
+        async with (
+            stdio_client(params, errlog=quiet) as (read, write),
+            ClientSession(read, write, client_info=info) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> Any:
+    """A tool's structured result; fails the test on a tool error."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
+    """A tool error's one sentence."""
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    (content,) = result.content
+    assert "\n" not in content.text and "Traceback" not in content.text
+    return content.text
+
+
+async def _search_json(query: str) -> dict[str, Any]:
+    """`seelen memory search --json QUERY`, run in this process (in a thread: it has its
+    own event loop)."""
+    out = await asyncio.to_thread(run_cli, "memory", "search", "--json", query)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    assert run_seelen("ask", "My sister Lena lives in Porto.").returncode == 0
+    async with stdio_session() as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {"search_memory", "remember", "forget", "recent_sessions"} | {
+            "get_profile"
+        }  # no knowledge folder, no search_knowledge
+        assert tools["search_memory"].input_schema["properties"]["limit"]["type"] == "integer"
+        # Descriptions a model reads as text: no indentation carried over from the source.
+        assert all("\n " not in (t.description or "") for t in tools.values())
+        assert "text_id" in json.dumps(tools["search_memory"].output_schema)
+        kept = await call(session, "remember", text="I am allergic to peanuts.")
+        assert kept["role"] == "user" and kept["client"] == "test-client"
+        found = await call(session, "search_memory", query="peanut allergy")
+        first = found["turns"][0]
+        assert first["text_id"] == kept["text_id"] and first["session_id"] == kept["session_id"]
+        # The same ranking, ids and dates as `seelen memory search --json`.
+        cli = (await _search_json("peanut allergy"))["turns"][0]
+        assert {k: first[k] for k in ("text_id", "session_id", "time", "role", "text")} == {
+            k: cli[k] for k in ("text_id", "session_id", "time", "role", "text")
+        }
+        sister = await call(session, "search_memory", query="where does Lena live", limit=3)
+        assert sister["turns"][0]["text"] == "My sister Lena lives in Porto."
+        none = await call(session, "search_memory", query="Lena", since="2999-01-01")
+        assert none["turns"] == []
+        recent = await call(session, "recent_sessions", n=5)
+        assert {s["session_id"] for s in recent["sessions"]} >= {kept["session_id"]}
+        profile = await call(session, "get_profile")
+        assert set(profile) >= {"profile", "persona"}
+        resource = await session.read_resource("seelen://persona")
+        assert resource.contents[0].text == profile["persona"]
+        prompt = await session.get_prompt("seelen_memory")
+        assert "search_memory" in prompt.messages[0].content.text
+        # Bad input: one sentence each, and the session goes on.
+        assert "query" in await error(session, "search_memory", query="   ")
+        assert "limit" in await error(session, "search_memory", query="x", limit="ten")
+        assert "limit" in await error(session, "search_memory", query="x", limit=10_000)
+        assert "query is required" in await error(session, "search_memory")
+        assert "since" in await error(session, "search_memory", query="x", since="last tuesday")
+        assert "4,000" in await error(session, "remember", text="x" * 5000)
+        assert "no memory" in await error(session, "forget", text_id="ffffffffffff")
+        assert "4 characters" in await error(session, "forget", text_id="ab")
+        assert "text" in await error(session, "remember", text=["not", "a", "string"])
+        assert (await call(session, "forget", text_id=kept["text_id"]))["forgotten"] == 1
+        assert "peanuts" not in json.dumps(await _search_json("peanut allergy"))
+    # The chat's session holds only the chat's turns: the remembered text had its own.
+    store = open_store(data_dir)
+    live = [t.text for t in store.turns(store.active_session().session_id)]
+    assert live == ["My sister Lena lives in Porto.", "answer to My sister Lena lives in Porto."]
+
+
+async def test_an_owner_started_for_memory_calls_has_no_chat_model_until_an_ask_needs_one(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    open_store(data_dir).close()
+    settings = load_settings()
+    async with stdio_session() as session:
+        kept = await call(session, "remember", text="My bike is a green Brompton.")
+        first = owner_status(settings)
+        assert first is not None and first.memory_only  # no model server for memory calls
+        shown = await asyncio.to_thread(run_cli, "server", "status")
+        assert f"pid {first.pid} (background, memory calls only)" in shown.stdout
+        # An ask replaces it with an owner that answers, and the memory is the same.
+        asked = await asyncio.to_thread(run_seelen, "ask", "which bike do I have?")
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout.strip() == "answer to which bike do I have?"
+        second = owner_status(settings)
+        assert second is not None and not second.memory_only and second.pid != first.pid
+        found = await call(session, "search_memory", query="Brompton bike")
+        assert found["turns"][0]["text_id"] == kept["text_id"]
+
+
+async def test_a_profile_that_does_not_exist_is_one_sentence_and_nothing_is_made(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    from mcp import Client
+
+    from seelen.mcp_server.server import build_server
+
+    (data_dir / "default").mkdir(parents=True)
+    (data_dir / "default" / "chat_sessions.db").touch()
+    server = build_server(load_settings({"SEELEN_PROFILE": "nosuchprofile"}))
+    async with Client(server) as client:  # in process: no transport is under test here
+        result = await client.call_tool("search_memory", {"query": "x"})
+        assert result.is_error
+        assert "no profile 'nosuchprofile'" in result.content[0].text
+        assert "(profiles: default)" in result.content[0].text
+    assert not (data_dir / "nosuchprofile").exists()
+    token = await asyncio.to_thread(run_cli, "mcp", "token", "--profile", "nosuchprofile")
+    assert token.returncode == 1 and token.stderr.count("\n") == 1
+    assert not (data_dir / "nosuchprofile").exists()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(owner_env: ModelServer, data_dir: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`seelen mcp --http` on a free port; yields its URL and process."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [SEELEN, "mcp", "--http", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    def listening() -> bool:
+        assert process.poll() is None, process.communicate()
+        try:
+            httpx2.get(url, timeout=1)
+        except httpx2.TransportError:
+            return False
+        return True
+
+    wait_until(listening, 60, "seelen mcp --http never listened")
+    try:
+        yield url, process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def test_http_needs_the_bearer_token_and_serves_the_sdk_client(
+    http_server: tuple[str, subprocess.Popen], data_dir: Path
+) -> None:
+    url, process = http_server
+    token_file = data_dir / "default" / "mcp_token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    token = (await asyncio.to_thread(run_cli, "mcp", "token")).stdout.strip()
+    assert token == token_file.read_text().strip() and len(token) >= 32
+    remember = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"text": "intruder was here"}},
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
+        refused = httpx2.post(url, json=remember, headers={**headers, **auth}, timeout=10)
+        assert refused.status_code == 401
+        assert "Bearer" in refused.headers["www-authenticate"]
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=LONG) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        assert "remember" in {t.name for t in (await session.list_tools()).tools}
+        kept = await call(session, "remember", text="The spare key is under the blue pot.")
+        found = await call(session, "search_memory", query="where is the spare key")
+        assert found["turns"][0]["text_id"] == kept["text_id"]
+    store = open_store(data_dir)
+    texts = [t.text for s in store.list_sessions() for t in store.turns(s.session_id)]
+    assert "intruder was here" not in texts
+    rotated = (await asyncio.to_thread(run_cli, "mcp", "token", "--rotate")).stdout.strip()
+    assert rotated != token
+    old = httpx2.post(url, json=remember, headers={**headers, "Authorization": f"Bearer {token}"})
+    assert old.status_code == 401
+    process.terminate()
+    _out, err = process.communicate(timeout=30)
+    logs = "".join(p.read_text(errors="replace") for p in (data_dir / "default").rglob("*.log"))
+    for secret in (token, rotated):
+        assert secret not in err and secret not in logs
+
+
+async def test_clients_remember_at_once_beside_an_open_chat(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    chat = piped_chat([SEELEN, "chat"])
+    try:
+        assert chat.stdin is not None
+        chat.stdin.write("hello from the chat\n")
+        chat.stdin.flush()
+
+        def serving() -> bool:
+            assert chat.poll() is None, chat.communicate()
+            status = owner_status(load_settings())
+            return status is not None and status.kind == "chat"
+
+        await wait_until_async(serving, 60, "the chat never served the profile")
+        texts = {n: [f"{n} fact {i}: the code is {n}-{i}" for i in range(3)] for n in "ab"}
+        async with stdio_session(name="client-a") as a, stdio_session(name="client-b") as b:
+            sessions = {"a": a, "b": b}
+            kept = await asyncio.gather(
+                *(call(sessions[name], "remember", text=t) for name in "ab" for t in texts[name])
+            )
+            for (name, text), result in zip(
+                [(n, t) for n in "ab" for t in texts[n]], kept, strict=True
+            ):
+                assert result["text"] == text and result["client"] == f"client-{name}"
+            read_only = StdioTransport(SEELEN, ["mcp", "--read-only"], env=dict(os.environ))
+            async with Client(read_only) as reader:
+                assert {t.name for t in await reader.list_tools()} == {
+                    "search_memory",
+                    "recent_sessions",
+                    "get_profile",
+                }
+                found = await reader.call_tool("search_memory", {"query": "the code is b-2"})
+                assert found.structured_content["turns"][0]["text"] == texts["b"][2]
+        out, _err = chat.communicate("and back in the chat\n", timeout=60)
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+    assert chat.returncode == 0 and "answer to and back in the chat" in out
+    store = open_store(data_dir)
+    everything = [t for s in store.list_sessions() for t in store.turns(s.session_id)]
+    for name in "ab":
+        for text in texts[name]:
+            assert [t.text for t in everything].count(text) == 1
+        mine = {t.session_id for t in everything if t.meta.get("client") == f"client-{name}"}
+        assert len(mine) == 1  # one session per client and day
+    live = [t.text for t in store.turns(store.active_session().session_id)]
+    assert live == [
+        "hello from the chat",
+        "answer to hello from the chat",
+        "and back in the chat",
+        "answer to and back in the chat",
+    ]
+
+
+async def test_the_owner_killed_in_the_middle_of_a_call_is_replaced_unseen(
+    owner_env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EMBEDDING_PROVIDER", "openai")  # embedding goes through the server
+    monkeypatch.setenv("EMBEDDING_MODEL", "test-embedding")
+    held, release = threading.Event(), threading.Event()
+
+    def hold(texts: list[str]) -> None:
+        if any("kill me" in t for t in texts) and not release.is_set():
+            held.set()
+            release.wait(60)
+
+    owner_env.on_embed = hold
+    async with stdio_session() as session:
+        await call(session, "recent_sessions")  # the owner is up
+        pid = owner_status(load_settings()).pid
+        remember = asyncio.create_task(call(session, "remember", text="kill me while I embed"))
+        # Stored, then embedding (held): now the owner dies.
+        assert await asyncio.to_thread(held.wait, 60)
+        os.kill(pid, signal.SIGKILL)
+        assert wait_gone(pid)
+        release.set()
+        kept = await asyncio.wait_for(remember, 90)
+        found = await call(session, "search_memory", query="kill me while I embed")
+        assert found["turns"][0]["text_id"] == kept["text_id"]
+        assert owner_status(load_settings()).pid != pid
+    store = open_store(data_dir)
+    texts = [t.text for s in store.list_sessions() for t in store.turns(s.session_id)]
+    assert texts.count("kill me while I embed") == 1  # the retried call stored it once
+    assert re.fullmatch(r"[0-9a-f]{32}", kept["text_id"])
