@@ -200,9 +200,12 @@ class Runtime:
     @classmethod
     def open_if_free(cls, settings: Settings, *, role: str) -> Runtime | None:
         """`open_memory` when no process holds the profile now; None when one does (it
-        indexes by itself) or when the profile holds no memory yet (nothing is created)."""
+        indexes by itself), when the profile holds no memory yet (nothing is created), or
+        when its folder cannot be written."""
         if not (settings.profile_dir / DB_FILE).is_file():
             return None
+        if not os.access(settings.profile_dir, os.W_OK):
+            return None  # a folder that cannot be written (a read-only backup) is only read
         try:
             return cls.open_memory(settings, role=role, wait=False, step_aside=False)
         except ProfileBusy:

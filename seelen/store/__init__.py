@@ -102,8 +102,20 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
             self._db.execute("PRAGMA query_only=ON")
             return self._db
         refuse_empty_file(self.path)
-        db = self._connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
-        done = {r[0] for r in db.execute("SELECT name FROM migrations")}
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        db = self._connect(uri, uri=True)
+        try:
+            done = {r[0] for r in db.execute("SELECT name FROM migrations")}
+        except sqlite3.OperationalError:
+            # A WAL file is read through its `-shm` index, which SQLite must create beside it:
+            # in a folder that cannot be written (a backup mounted read-only) it cannot. With
+            # no `-wal` file nothing is waiting outside the database, and no writer can be
+            # at work without one, so the file is read as it is.
+            db.close()
+            if Path(f"{self.path}-wal").exists():
+                raise
+            db = self._connect(f"{uri}&immutable=1", uri=True)
+            done = {r[0] for r in db.execute("SELECT name FROM migrations")}
         if any(m.__name__ not in done for m in MIGRATIONS):
             db.close()
             raise OutdatedStore(f"{self.path} was written by an older Seelen: a writer updates it")
