@@ -15,6 +15,7 @@ from test_trust_archive import LOOP
 
 from seelen.memory.persona import PROFILE
 from seelen.memory.prompts import QUOTE_CLOSE, QUOTE_OPEN
+from seelen.store import ARCHIVED
 
 
 def wal_commits(db: Path) -> list[dict[int, bytes]]:
@@ -68,6 +69,9 @@ async def test_the_summary_and_the_tidied_turns_are_committed_with_their_steps(
     assert written >= 0 and first_commit(db, "archive_step", summary) == written
     tidied = first_commit(db, "conversation", "You said my bees are calm, lovely.")
     assert tidied >= 0 and first_commit(db, "archive_step", "strip_quotes") == tidied
+    # And the session's archived status with the last step, so the two never disagree.
+    closed = first_commit(db, "session", ARCHIVED)
+    assert closed >= 0 and first_commit(db, "archive_step", "archived") == closed
     await app.aclose()
 
 
