@@ -96,3 +96,15 @@ def test_the_context_block_opens_the_newest_user_message_only() -> None:
     # With no user message at all, the block ends the system message.
     alone = build_messages(parts([], "the bakery"), 4000)
     assert len(alone) == 1 and alone[0]["content"].endswith("</context>")
+
+
+def test_apart_the_context_block_is_a_system_message_before_the_newest_question() -> None:
+    """For the bundled model: the same prefix, then the block on its own, then the words."""
+    turns = conversation([3, 3, 3])
+    ahead = prefix_messages(parts(turns[:-1]), 1536)
+    messages = build_messages(parts(turns, "the bakery"), 1536, apart=True)
+    assert messages[: len(ahead)] == ahead
+    block, question = messages[len(ahead) :]
+    assert block["role"] == "system" and block["content"].startswith("<context>\n## Current")
+    assert "the bakery" in block["content"] and block["content"].endswith("</context>")
+    assert question == {"role": "user", "content": turns[-1].text}

@@ -94,6 +94,7 @@ class ChatBot:
         knowledge: Knowledge | None = None,
         vision: str = "auto",
         prefill: bool = False,
+        context_apart: bool = False,
     ) -> None:
         self.sessions = sessions
         self.store = sessions.store
@@ -118,6 +119,7 @@ class ChatBot:
         # `prefill`: the model server's prompt cache is worth filling ahead of a question (a
         # local llama.cpp server, which evaluates a prompt at tens of tokens a second).
         self.warmer = PromptWarmer(model, self._prefix) if prefill else None
+        self.context_apart = context_apart  # the context block as a message of its own
 
     def tool_progress(self, progress: ToolProgress) -> None:
         """A running tool's progress notification: shown as an event of the current turn."""
@@ -292,7 +294,7 @@ class ChatBot:
             notes=[(p.label(), p.text) for p in self.last_passages],
             room=self._room(),
         )
-        messages = build_messages(parts, self.context_tokens)
+        messages = build_messages(parts, self.context_tokens, apart=self.context_apart)
         return with_images(messages, images) if images else messages
 
     def _room(self) -> int:

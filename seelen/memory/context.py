@@ -170,9 +170,10 @@ LIVE_REFILL = 0.5
 _BLOCK_TOKENS = 32
 
 
-def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
+def build_messages(parts: PromptParts, budget: int, *, apart: bool = False) -> list[dict[str, Any]]:
     """The prompt within `budget` tokens: the system message, the live turns, and at the start
-    of the newest user message the context block (the time, what was recalled for it).
+    of the newest user message the context block (the time, what was recalled for it); with
+    `apart`, the block is a system message of its own just before that message.
 
     Everything before that message is `prefix_messages`: it does not change from one question
     to the next, so a model server's prompt cache (llama.cpp's, an endpoint's) reuses it.
@@ -184,7 +185,7 @@ def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
         now=parts.now,
         notes=parts.notes,
     )
-    return with_context(prefix_messages(parts, budget, estimate_tokens(block)), block)
+    return with_context(prefix_messages(parts, budget, estimate_tokens(block)), block, apart=apart)
 
 
 def prefix_messages(parts: PromptParts, budget: int, block_tokens: int = 0) -> list[dict[str, Any]]:
@@ -204,15 +205,22 @@ def prefix_messages(parts: PromptParts, budget: int, block_tokens: int = 0) -> l
     return [{"role": "system", "content": system}, *live_messages(parts.live, left)]
 
 
-def with_context(messages: list[dict[str, Any]], block: str) -> list[dict[str, Any]]:
+def with_context(
+    messages: list[dict[str, Any]], block: str, *, apart: bool = False
+) -> list[dict[str, Any]]:
     """`messages` with `block` at the start of the newest user message (only in the prompt:
-    the stored turn keeps the user's words). Some chat templates refuse a system message
-    after the first, so the block does not get one of its own; with no user message at all,
-    it ends the system message."""
+    the stored turn keeps the user's words), or with `apart` in a system message just before
+    it. Some chat templates refuse a system message after the first, so only a model whose
+    template is known to take one gets `apart` (the bundled SmolLM2, whose 135M model copied
+    the block's headings into its answers when they opened the user's message); with no user
+    message at all, the block ends the system message."""
     out = list(messages)
     for index in range(len(out) - 1, -1, -1):
         if out[index]["role"] == "user" and isinstance(out[index].get("content"), str):
-            out[index] = {**out[index], "content": f"{block}\n\n{out[index]['content']}"}
+            if apart:
+                out.insert(index, {"role": "system", "content": block})
+            else:
+                out[index] = {**out[index], "content": f"{block}\n\n{out[index]['content']}"}
             return out
     if out and out[0]["role"] == "system":
         out[0] = {**out[0], "content": f"{out[0]['content']}\n\n{block}"}
