@@ -2,9 +2,11 @@
 
 Usage: python bench/bench_first_chat.py [--sampling seelen|none] [--temperature T]
        [--repeat-penalty R] [--top-p P] [--max-tokens N] [--full-prompt] [--full-rules]
-       [--runs 1]
+       [--context TOKENS] [--recall] [--runs 1]
 
-The conversation tells the model five facts and asks them back. Per run it prints each
+The conversation tells the model five facts and asks them back (with --recall, in a new
+session after /save: the answers can then come only from what recall brings into the
+prompt, the facts' turns and the session's summary). Per run it prints each
 reply's length in tokens, whether it loops (a word 4-gram repeated more than 3 times), the
 seconds to the first token; then the facts answered and the archive (/save) time, and
 whether the archive wrote a loop into the summary or the profile. Everything runs offline,
@@ -99,6 +101,8 @@ async def one_turn(app, question: str, expected: str | None) -> Reply:
 
 
 async def run_once(args: argparse.Namespace) -> Run:
+    if args.context:
+        os.environ["CONTEXT_TOKENS"] = str(args.context)  # the recall budget follows it
     app = build_app(load_settings())
     if args.sampling == "none":
         app.model.sampling = {}
@@ -122,8 +126,14 @@ async def run_once(args: argparse.Namespace) -> Run:
     print(f"  sampling: {app.model.sampling}, reply cap: {app.model.max_tokens or 'none'}")
     run = Run()
     try:
-        await app.open_session()
-        for question, expected in FACTS:
+        await app.start()  # the indexer too, so /save's turns are found by meaning as well
+        if hasattr(app.bot, "keep_prompt_warm"):  # as the chat does (this code, not older)
+            app.bot.keep_prompt_warm()
+        for number, (question, expected) in enumerate(FACTS):
+            if args.recall and number == len(FACTS) // 2:
+                started = time.perf_counter()
+                await app.sessions.archive()  # the questions come in a new session
+                print(f"  /save: {time.perf_counter() - started:.1f} s")
             reply = await one_turn(app, question, expected)
             run.replies.append(reply)
             mark = "LOOP " if reply.loops else ""
@@ -167,6 +177,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int)
     parser.add_argument("--full-prompt", action="store_true", help="8,000-token budget, full rules")
     parser.add_argument("--full-rules", action="store_true", help="full rules, local budget")
+    parser.add_argument("--context", type=int, help="CONTEXT_TOKENS (default: Seelen's)")
+    parser.add_argument("--recall", action="store_true", help="ask in a new session")
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
     for key in [k for k in os.environ if k.startswith(("OPENAI_", "LLM_", "CHAT_", "TOOL_"))]:

@@ -25,6 +25,7 @@ from seelen.config import load_settings
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, export_data, import_export
+from seelen.models.provider import planned_prompt_budget
 from seelen.runtime import Runtime, unindexed_note
 
 
@@ -79,9 +80,8 @@ class Memory:
         """The ranking for `query` (what `seelen memory search --json` prints)."""
         if self._ranking is None:
             assert self._app.recall is not None
-            self._ranking = Ranking(
-                self._app.recall, self._app.clock, self._app.settings.context_tokens
-            )
+            budget = planned_prompt_budget(self._app.settings)
+            self._ranking = Ranking(self._app.recall, self._app.clock, budget)
         if self._runtime.lock is not None:
             self._app.index_pending()  # the newest texts are found by meaning too
         elif not self._told:

@@ -43,6 +43,14 @@ def _int(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
     return parse
 
 
+def _budget(raw: str) -> int:
+    """A prompt budget: 0 (the provider's default) or at least 512 tokens."""
+    value = _int(0)(raw)
+    if 0 < value < 512:
+        raise ValueError(f"must be 0 (the default) or at least 512, got {value}")
+    return value
+
+
 def _float(minimum: float) -> Callable[[str], float]:
     def parse(raw: str) -> float:
         try:
@@ -177,7 +185,7 @@ class Settings:
         "RECALL_TOKENS",
         0,
         _int(0),
-        "token budget of recalled past turns; 0 = 1500, at most 20% of CONTEXT_TOKENS",
+        "token budget of recalled past turns; 0 = 1500, at most 20% of the prompt budget",
     )
     timezone: str = _setting("TIMEZONE", "", _timezone, "IANA name; empty = this machine's")
     debug_mode: bool = _setting(
@@ -231,7 +239,10 @@ class Settings:
         "MCP_INIT_TIMEOUT", 15.0, _float(0.1), "seconds an MCP server has to answer its handshake"
     )
     context_tokens: int = _setting(
-        "CONTEXT_TOKENS", 8000, _int(512), "token budget of the whole prompt"
+        "CONTEXT_TOKENS",
+        0,
+        _budget,
+        "token budget of the whole prompt; 0 = 8000, or 1536 for the bundled local model",
     )
     jina_api_key: str = _setting("JINA_API_KEY", "", _str, "enables the web_search tool")
     owner: bool = _setting(

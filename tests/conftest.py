@@ -37,6 +37,8 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             "TEMPERATURE",
             "DISABLED_TOOLS",
             "VISION",
+            "CONTEXT_TOKENS",
+            "RECALL_TOKENS",
         }:
             monkeypatch.delenv(key, raising=False)
     directory = tmp_path / "data"

@@ -1,6 +1,6 @@
 """Small helpers shared by the tests: run the `seelen` command (in this process, or as a real
 process where processes are the point), wait for a condition with a deadline, open the real
-store, call a registered tool, see this process's children."""
+store, call a registered tool, see this process's children, read what a prompt holds."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from model_server import Reply
 
+from seelen.memory.context import users_words
+from seelen.memory.prompts import CONTEXT_OPEN
 from seelen.owner.procs import children
 from seelen.store import Store
 from seelen.tools.base import ToolCall, ToolOutcome, ToolRegistry
@@ -289,10 +291,32 @@ class Terminal:
         self.close()
 
 
+def _newest_user(messages: list[dict]) -> str:
+    found = [m["content"] for m in messages if m["role"] == "user"]
+    return found[-1] if found and isinstance(found[-1], str) else ""
+
+
+def asked(body: dict | list[dict]) -> str:
+    """The user's words in a request's newest user message (without the context block that
+    Seelen puts before them): what a fake model answers."""
+    messages = body["messages"] if isinstance(body, dict) else body
+    return users_words(_newest_user(messages))
+
+
+def context_of(body: dict | list[dict]) -> str:
+    """The context block of a request's newest user message (the time, what was recalled)."""
+    messages = body["messages"] if isinstance(body, dict) else body
+    content = _newest_user(messages)
+    return (
+        content[: len(content) - len(users_words(content))]
+        if content.startswith(CONTEXT_OPEN)
+        else ""
+    )
+
+
 def echo(body: dict[str, Any]) -> Reply:
     """A model that answers "answer to <the last user message>"."""
-    users = [m for m in body["messages"] if m["role"] == "user"]
-    return Reply(text=f"answer to {users[-1]['content']}")
+    return Reply(text=f"answer to {asked(body)}")
 
 
 def piped_chat(command: list[str] | None = None) -> subprocess.Popen[str]:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import wait_until_async
+from helpers import asked, context_of, wait_until_async
 from model_server import ModelServer, Reply
 
 from seelen.agent.events import Done, Failed, TextDelta
@@ -40,7 +40,11 @@ async def test_reply_streams_and_both_turns_are_saved(env: ModelServer) -> None:
     request = env.chat_requests()[-1]
     assert request["stream"] is True and request["model"] == "test-model"
     assert request["messages"][0]["role"] == "system"
-    assert request["messages"][-1] == {"role": "user", "content": "Hi, I am Ada"}
+    assert request["messages"][-1]["role"] == "user" and asked(request) == "Hi, I am Ada"
+    # The time comes with the question, in its context block; the system message stays the
+    # same from one question to the next.
+    assert "## Current time" in context_of(request)
+    assert "Current time" not in request["messages"][0]["content"]
     assert env.headers[-1]["authorization"] == "Bearer sk-test-secret-key-123"
     await app.aclose()
 
@@ -80,9 +84,7 @@ async def test_failed_call_keeps_the_turn_and_retry_answers_it(env: ModelServer)
         ("user", "Please remember my dentist is Dr. Oz"),
         ("assistant", "Got it: Dr. Oz."),
     ]
-    assert env.chat_requests()[-1]["messages"][-1]["content"] == (
-        "Please remember my dentist is Dr. Oz"
-    )
+    assert asked(env.chat_requests()[-1]) == "Please remember my dentist is Dr. Oz"
     assert app.bot.unanswered() is None
     await app.aclose()
 
@@ -96,8 +98,8 @@ async def test_the_prompt_is_built_around_its_own_question(env: ModelServer) -> 
     app.bot.unanswered = lambda: app.store.turns(app.sessions.current.session_id)[0]
     env.enqueue("answer")
     await collect(app.bot.retry())
-    users = [m["content"] for m in env.last_messages() if m["role"] == "user"]
-    assert users == ["first question"]
+    users = [m for m in env.last_messages() if m["role"] == "user"]
+    assert len(users) == 1 and asked(env.last_messages()) == "first question"
     await app.aclose()
 
 

@@ -11,14 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import open_store, run_cli, wait_until
+from helpers import asked, open_store, run_cli, wait_until
 from model_server import ModelServer, Reply
 
 from seelen.store import ARCHIVED
 
 
 def test_piped_chat_runs_slash_commands(env: ModelServer, data_dir: Path) -> None:
-    env.responder = lambda body: Reply(text=f"echo: {body['messages'][-1]['content']}")
+    env.responder = lambda body: Reply(text=f"echo: {asked(body)}")
     result = run_cli("chat", stdin="hi there\n/bogus\n/save\nafter save\n")
     assert result.returncode == 0, result.stderr
     assert "echo: hi there" in result.stdout

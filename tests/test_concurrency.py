@@ -13,7 +13,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from helpers import open_store, run_cli, run_seelen, wait_until
+from helpers import asked, open_store, run_cli, run_seelen, wait_until
 from model_server import ModelServer, Reply
 
 from seelen.models.embed import make_embedder
@@ -27,8 +27,7 @@ def _respond(body: dict) -> Reply:
         return Reply(text="They asked many questions.", delay=1.0)  # a slow summary
     if "profile of the user" in system or "self-image" in system:
         return Reply(text="unchanged")
-    users = [m for m in body["messages"] if m["role"] == "user"]
-    return Reply(text=f"answer to {users[-1]['content']}")
+    return Reply(text=f"answer to {asked(body)}")
 
 
 def _parallel(commands: list[list[str]]) -> list[subprocess.CompletedProcess[str]]:

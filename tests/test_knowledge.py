@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers import wait_until, wait_until_async
+from helpers import context_of, wait_until, wait_until_async
 from model_server import ModelServer
 from rich.console import Console
 
@@ -320,7 +320,7 @@ async def test_each_turn_brings_notes_into_the_prompt_and_follows_edits(
     events = [e async for e in app.bot.turn("Tell me about Mirela Okafor")]
     used = next(e for e in events if isinstance(e, KnowledgeUsed))
     assert "mirela-okafor.md" in files_of(used.passages)
-    system = env.chat_requests()[-1]["messages"][0]["content"]
+    system = context_of(env.chat_requests()[-1])
     assert "cartographer who maps the drowned coast" in system
     profile = notes / "characters" / "mirela-okafor.md"
     profile.write_text("# Mirela Okafor\n\nMirela Okafor retired to breed goats.\n")
@@ -330,7 +330,7 @@ async def test_each_turn_brings_notes_into_the_prompt_and_follows_edits(
         "the edited note is not found by its new words",
     )
     [e async for e in app.bot.turn("And Mirela Okafor now?")]
-    system = env.chat_requests()[-1]["messages"][0]["content"]
+    system = context_of(env.chat_requests()[-1])
     assert "breed goats" in system and "drowned coast" not in system
     await app.aclose()
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import wait_until_async
+from helpers import context_of, wait_until_async
 from model_server import ModelServer, Reply
 from rich.console import Console
 
@@ -214,7 +214,7 @@ async def test_a_fact_from_an_earlier_session_reaches_a_later_prompt(env: ModelS
     await wait_indexed(app)
 
     await say(app, "Which city does my sister live in now?")
-    system = env.chat_requests()[-1]["messages"][0]["content"]
+    system = context_of(env.chat_requests()[-1])  # recalled for this question
     assert "Related past sessions" in system and "Porto" in system
     assert "My sister Lena moved to Porto last spring" in system
     # Shown under its session's date, with its time.

@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from helpers import echo, open_store, piped_chat, run_seelen, wait_gone, wait_until
+from helpers import asked, echo, open_store, piped_chat, run_seelen, wait_gone, wait_until
 from model_server import ModelServer, Reply
 
 import seelen
@@ -187,7 +187,7 @@ class _Gates:
         self.gates = {name: threading.Event() for name in names}
 
     def __call__(self, body: dict) -> Reply:
-        question = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+        question = asked(body)
         for name, gate in self.gates.items():
             if question.startswith(name):
                 gate.wait(60)

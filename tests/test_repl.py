@@ -8,7 +8,7 @@ import io
 import os
 import signal
 
-from helpers import wait_until_async
+from helpers import asked, wait_until_async
 from model_server import ModelServer, Reply
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -18,6 +18,7 @@ from seelen.app import build_app
 from seelen.chat.repl import COMMANDS, Repl
 from seelen.chat.slash import SlashCompleter
 from seelen.config import load_settings
+from seelen.memory.context import users_words
 from seelen.store import ARCHIVED
 
 
@@ -185,7 +186,7 @@ async def test_help_lists_every_command_and_completion_offers_them(env: ModelSer
 
 async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelServer) -> None:
     env.responder = lambda body: Reply(
-        text=" | ".join(m["content"] for m in body["messages"] if m["role"] == "user")
+        text=" | ".join(users_words(m["content"]) for m in body["messages"] if m["role"] == "user")
     )
     repl, out = make_repl(None)
     await repl.start()
@@ -197,7 +198,7 @@ async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelSe
     await repl.handle("kept after")
     # Inside incognito the earlier secret is context; after it, nothing of it remains.
     assert "kept before | secret one | secret two" in out.getvalue()
-    assert env.last_messages()[-1]["content"] == "kept after"
+    assert asked(env.last_messages()) == "kept after"
     assert not any("secret" in str(m) for m in env.last_messages())
     store = repl.app.store
     texts = [t.text for s in store.list_sessions(-1) for t in store.turns(s.session_id)]

@@ -7,7 +7,7 @@ import io
 import threading
 from collections.abc import Callable
 
-from helpers import wait_until_async
+from helpers import asked, wait_until_async
 from model_server import ModelServer, Reply
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from test_repl import make_repl
@@ -29,7 +29,7 @@ def held_summaries(env: ModelServer) -> threading.Event:
         if system.startswith("Summarise this finished conversation"):
             release.wait(30)
             return Reply(text="We talked about the garden and the roses.")
-        return Reply(text=f"echo: {body['messages'][-1]['content']}")
+        return Reply(text=f"echo: {asked(body)}")
 
     env.responder = respond
     return release

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from seelen.memory.context import one_line
 
 if TYPE_CHECKING:
     from seelen.knowledge import Passage
@@ -66,6 +69,7 @@ class TurnUsage:
     completion_tokens: int = 0
     tool_calls: int = 0
     seconds: float = 0.0
+    cached_tokens: int = 0  # of prompt_tokens, those the model server took from its cache
 
 
 @dataclass(frozen=True)
@@ -110,3 +114,15 @@ Event = (
     | KnowledgeUsed
     | Done
 )
+
+
+def outcome_preview(text: str, limit: int = 80) -> str:
+    """A one-line preview of a tool's arguments or result."""
+    line = " ".join(text.split())
+    try:
+        parsed = json.loads(text)
+        if isinstance(parsed, dict):
+            line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
+    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
+        pass
+    return one_line(line, limit)

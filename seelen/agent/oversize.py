@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from seelen.memory.context import SHARES, exceeds
+from seelen.memory.context import SHARES, exceeds, users_words
 from seelen.memory.persona import PERSONA, PROFILE, PersonaFiles
 
 
@@ -38,7 +38,10 @@ def clipped_question(question: str, messages: Sequence[dict[str, Any]]) -> str:
     model sees its beginning and end only, though every character is stored."""
     sent = next((m for m in reversed(messages) if m.get("role") == "user"), None)
     content = sent.get("content") if sent is not None else None
-    if not isinstance(content, str) or len(content) >= len(question):
+    if not isinstance(content, str):
+        return ""
+    content = users_words(content)  # without the recalled context put before them
+    if len(content) >= len(question):
         return ""
     return (
         f"your message ({len(question):,} characters) is too long for the prompt: the model "

@@ -9,10 +9,7 @@ what was shown.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seelen.agent.events import (
@@ -28,8 +25,11 @@ from seelen.agent.events import (
     ToolProgressed,
     ToolStarted,
     TurnUsage,
+    outcome_preview,
 )
 from seelen.agent.oversize import clipped_question, oversized_files
+from seelen.agent.record import Tally, TurnLog
+from seelen.agent.warmup import PromptWarmer
 from seelen.errors import ModelError
 from seelen.memory.clock import Clock
 from seelen.memory.context import (
@@ -37,14 +37,14 @@ from seelen.memory.context import (
     PromptParts,
     build_messages,
     dated_passages,
-    one_line,
+    prefix_messages,
     with_images,
 )
 from seelen.memory.persona import PersonaFiles
 from seelen.memory.prompts import DatedText
 from seelen.memory.sessions import Sessions
 from seelen.models.chat import ChatModel, Completion, TextChunk
-from seelen.store import Turn, now_ms
+from seelen.store import Turn
 
 __all__ = [
     "ChatBot",
@@ -75,22 +75,6 @@ NO_VISION = (
 )
 
 
-@dataclass
-class _Tally:
-    started: float = field(default_factory=time.monotonic)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    tool_calls: int = 0
-
-    def usage(self) -> TurnUsage:
-        return TurnUsage(
-            self.prompt_tokens,
-            self.completion_tokens,
-            self.tool_calls,
-            round(time.monotonic() - self.started, 3),
-        )
-
-
 class ChatBot:
     """Answers one turn at a time against the memory, the model and the tools."""
 
@@ -109,6 +93,8 @@ class ChatBot:
         log_prompt: Callable[[list[dict[str, Any]]], None] | None = None,
         knowledge: Knowledge | None = None,
         vision: str = "auto",
+        prefill: bool = False,
+        context_apart: bool = False,
     ) -> None:
         self.sessions = sessions
         self.store = sessions.store
@@ -130,6 +116,10 @@ class ChatBot:
         self.vision = vision
         self._tool_events: asyncio.Queue[Event] | None = None  # while tools run
         self._told_too_large: set[str] = set()  # files said to be too large, once each
+        # `prefill`: the model server's prompt cache is worth filling ahead of a question (a
+        # local llama.cpp server, which evaluates a prompt at tens of tokens a second).
+        self.warmer = PromptWarmer(model, self._prefix) if prefill else None
+        self.context_apart = context_apart  # the context block as a message of its own
 
     def tool_progress(self, progress: ToolProgress) -> None:
         """A running tool's progress notification: shown as an event of the current turn."""
@@ -143,7 +133,7 @@ class ChatBot:
         turns are appended to `unsaved` (an incognito conversation) when one is given, and the
         earlier ones there are part of its context."""
         if ephemeral:
-            log = _TurnLog(self.sessions, keep=False)
+            log = TurnLog(self.sessions, keep=False)
             question = log.add("user", text)
             live = await asyncio.to_thread(self.sessions.live_turns)
             context = [*live, *(unsaved or ())]
@@ -157,7 +147,7 @@ class ChatBot:
             # would compete with recall for the same two cores, right when the user waits.
             question = await asyncio.to_thread(self.sessions.add_turn, "user", text)
             yield Saved(question.text_id)
-            log, context = _TurnLog(self.sessions, keep=True), None
+            log, context = TurnLog(self.sessions, keep=True), None
         async for event in self._respond(question, log, context):
             yield event
 
@@ -182,16 +172,16 @@ class ChatBot:
         if question is None:
             yield Notice("nothing to retry: the last message has an answer")
             return
-        async for event in self._respond(question, _TurnLog(self.sessions, keep=True), None):
+        async for event in self._respond(question, TurnLog(self.sessions, keep=True), None):
             yield event
 
     async def _respond(
-        self, question: Turn, log: _TurnLog, context: list[Turn] | None
+        self, question: Turn, log: TurnLog, context: list[Turn] | None
     ) -> AsyncIterator[Event]:
         """Answer `question`. The prompt holds the live turns up to that question (or
         `context` for an ephemeral one) and what this turn added since: never a turn that
         someone else stored meanwhile."""
-        tally = _Tally()
+        tally = Tally()
         if log.keep:
             try:
                 if await self.sessions.maybe_fold():
@@ -247,6 +237,7 @@ class ChatBot:
             if completion.usage:
                 tally.prompt_tokens += completion.usage.prompt_tokens
                 tally.completion_tokens += completion.usage.completion_tokens
+                tally.cached_tokens += completion.usage.cached_tokens
             if completion.tool_calls and offer:
                 async for event in self._run_tools(completion, tally, log):
                     yield event
@@ -301,9 +292,42 @@ class ChatBot:
             live=live,
             now=self.clock.now(),
             notes=[(p.label(), p.text) for p in self.last_passages],
+            room=self._room(),
         )
-        messages = build_messages(parts, self.context_tokens)
+        messages = build_messages(parts, self.context_tokens, apart=self.context_apart)
         return with_images(messages, images) if images else messages
+
+    def _room(self) -> int:
+        """The tokens recalled passages and notes may take: their budgets."""
+        passages = self.recall.token_budget if self.recall is not None else 0
+        notes = int(self.context_tokens * SHARES["knowledge"]) if self.knowledge else 0
+        return passages + notes
+
+    def _prefix(self) -> list[dict[str, Any]]:
+        """How the next question's prompt begins: the system message and the live turns."""
+        parts = PromptParts(
+            persona=self.files.persona,
+            profile=self.files.profile,
+            session_summary=self.sessions.current.rolling_summary,
+            related_summaries=(),
+            related_passages=(),
+            live=self.sessions.live_turns(),
+            now=self.clock.now(),
+            room=self._room(),
+        )
+        return prefix_messages(parts, self.context_tokens)
+
+    def keep_prompt_warm(self) -> None:
+        """For a chat or an owner that stays open: have the model server read the next
+        question's prompt beginning now and after every answer (`PromptWarmer`), so a
+        question waits only for its own tokens. Only where `prefill` is on."""
+        if self.warmer is not None:
+            self.warmer.start()
+
+    async def aclose(self) -> None:
+        """Stop background work (a warm-up on its way)."""
+        if self.warmer is not None:
+            await self.warmer.aclose()
 
     def _dated(self, items: Sequence[Any]) -> list[DatedText]:
         out = []
@@ -317,7 +341,7 @@ class ChatBot:
         return out
 
     async def _run_tools(
-        self, completion: Completion, tally: _Tally, log: _TurnLog
+        self, completion: Completion, tally: Tally, log: TurnLog
     ) -> AsyncIterator[Event]:
         assert self.tools is not None
         calls = completion.tool_calls
@@ -356,7 +380,7 @@ class ChatBot:
             )
 
     def _save_reply(
-        self, log: _TurnLog, text: str, tally: _Tally, *, interrupted: bool = False
+        self, log: TurnLog, text: str, tally: Tally, *, interrupted: bool = False
     ) -> None:
         # Synchronous on purpose: it must also run while the task is being cancelled.
         usage = tally.usage()
@@ -366,6 +390,7 @@ class ChatBot:
                 "completion_tokens": usage.completion_tokens,
                 "tool_calls": usage.tool_calls,
                 "seconds": usage.seconds,
+                "cached_tokens": usage.cached_tokens,
             }
         }
         if interrupted:
@@ -373,35 +398,5 @@ class ChatBot:
         log.add("assistant", text, meta)
         if log.keep:
             self.on_saved()
-
-
-class _TurnLog:
-    """The turns one answer adds: saved to the session, or (ephemeral) only kept here."""
-
-    def __init__(self, sessions: Sessions, *, keep: bool) -> None:
-        self.sessions = sessions
-        self.keep = keep
-        self.turns: list[Turn] = []
-        self.images: dict[str, Any] = {}  # tool call id → its result's image parts
-
-    def add(self, role: str, text: str, meta: dict[str, Any] | None = None) -> Turn:
-        """Record one turn of this answer (committed first, unless ephemeral)."""
-        if self.keep:
-            turn = self.sessions.add_turn(role, text, meta)
-        else:
-            sid = self.sessions.current.session_id
-            turn = Turn(f"ephemeral-{len(self.turns)}", sid, now_ms(), role, text, 0, meta or {})
-        self.turns.append(turn)
-        return turn
-
-
-def outcome_preview(text: str, limit: int = 80) -> str:
-    """A one-line preview of a tool's arguments or result."""
-    line = " ".join(text.split())
-    try:
-        parsed = json.loads(text)
-        if isinstance(parsed, dict):
-            line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
-    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
-        pass
-    return one_line(line, limit)
+            if self.warmer is not None and not interrupted:
+                self.warmer.soon()  # the next question's prompt now ends with this reply

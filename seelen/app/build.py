@@ -21,6 +21,7 @@ from seelen.memory.sessions import Sessions
 from seelen.models.chat import OpenAIChatModel
 from seelen.models.provider import (
     Provider,
+    bundled,
     chat_sampling,
     choose_provider,
     prompt_budget,
@@ -60,6 +61,8 @@ def build_app(
         app.stack.enter_context(opened.pop_all())
     if app.chat_model is not None:  # it holds connections only once it has been used
         app.stack.push_async_callback(app.chat_model.aclose)
+    if app.chatbot is not None:  # closed first: its warm-up uses the model's connections
+        app.stack.push_async_callback(app.chatbot.aclose)
     return app
 
 
@@ -151,6 +154,12 @@ def _add_chat(app: App, opened: contextlib.ExitStack) -> None:
         log_prompt=debug_logs(settings, provider, opened),
         knowledge=app.knowledge,
         vision=vision,
+        # llama.cpp evaluates a prompt at tens of tokens a second on 2 cores: worth reading
+        # its stable beginning ahead of the question (memory/context.py's prompt layout).
+        prefill=provider.kind == "local",
+        # SmolLM2's ChatML template takes a second system message; a template of a GGUF of
+        # the user's own or an endpoint's might refuse it (memory/context.py, `with_context`).
+        context_apart=bundled(settings, provider),
     )
     app.chatbot.tools_enabled = not app.tools_note
 

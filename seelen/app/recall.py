@@ -8,7 +8,7 @@ from seelen.config import Settings
 from seelen.memory.clock import Clock
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
-from seelen.models.provider import Provider
+from seelen.models.provider import DEFAULT_CONTEXT_TOKENS, Provider, planned_prompt_budget
 from seelen.store import Store
 
 
@@ -36,7 +36,7 @@ def build_recall(
         embedder,
         session_num=settings.recall_session_num,
         conv_num=settings.recall_conv_num,
-        token_budget=recall_tokens(settings),
+        token_budget=recall_tokens(settings, planned_prompt_budget(settings)),
         clock=Clock(settings.timezone),
     )
     return indexer, recall
@@ -58,8 +58,10 @@ def embedding_provider(settings: Settings, store: Store, vectors: Path) -> str:
     return "multilingual" if needs_multilingual(texts) else "local"
 
 
-def recall_tokens(settings: Settings) -> int:
-    """RECALL_TOKENS, or by default 1,500 within a fifth of the prompt (memory/context.py)."""
+def recall_tokens(settings: Settings, context_tokens: int = 0) -> int:
+    """RECALL_TOKENS, or by default 1,500 within a fifth of the prompt budget (of
+    `context_tokens`, else CONTEXT_TOKENS or an endpoint's default; memory/context.py)."""
     from seelen.memory.context import recall_budget
 
-    return settings.recall_tokens or recall_budget(settings.context_tokens)
+    budget = context_tokens or settings.context_tokens or DEFAULT_CONTEXT_TOKENS
+    return settings.recall_tokens or recall_budget(budget)

@@ -192,6 +192,7 @@ class Repl:
         )
         self.show_start(runtime.restored)
         self.start_mcp(warm=True)  # a terminal: servers start while the user types
+        runtime.app.bot.keep_prompt_warm()  # and a local model reads the prompt's beginning
         if self._session is not None:
             self._session.app.invalidate()  # the toolbar now has the session
 

@@ -188,7 +188,7 @@ async def _knowledge(repl: Repl, arg: str) -> bool:
         return True
     if knowledge.problem:
         repl.console.print(Text(knowledge.problem, style="yellow"))
-    found = await asyncio.to_thread(knowledge.search, arg, repl.app.settings.context_tokens // 4)
+    found = await asyncio.to_thread(knowledge.search, arg, repl.app.bot.context_tokens // 4)
     if not found:
         repl.console.print("[dim]No note matches.[/dim]")
     for passage in found:

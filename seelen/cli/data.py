@@ -18,6 +18,7 @@ from seelen.chat.visible import counted
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, import_export
+from seelen.models.provider import planned_prompt_budget
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -97,7 +98,7 @@ def ranking_for(app: App) -> Ranking:
     """A Ranking over the app's recall, with the prompt budget chat uses."""
     if app.recall is None:
         raise SeelenError("memory search: recall is not available")
-    return Ranking(app.recall, app.clock, app.settings.context_tokens)
+    return Ranking(app.recall, app.clock, planned_prompt_budget(app.settings))
 
 
 def search_json(

@@ -15,7 +15,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from seelen.memory.clock import Clock
-from seelen.memory.prompts import DatedPassage, DatedText, passage_heading, system_prompt
+from seelen.memory.prompts import (
+    CONTEXT_CLOSE,
+    CONTEXT_OPEN,
+    DatedPassage,
+    DatedText,
+    context_block,
+    passage_heading,
+    system_prompt,
+)
 from seelen.store import Turn
 
 if TYPE_CHECKING:
@@ -142,56 +150,126 @@ class PromptParts:
     live: Sequence[Turn]
     now: datetime
     notes: Sequence[tuple[str, str]] = ()  # (file › heading, passage), already fitted
+    # Tokens kept for recalled passages and notes whatever a question brings (their budgets),
+    # so the live turns shown do not move with what one question recalled.
+    room: int = 0
 
 
 # A prompt budget this small means a small local model (the bundled one gets 4,096 tokens of
 # context minus its reply cap): it gets the compact rules. Endpoints default to 8,000.
 COMPACT_BUDGET = 4096
 
+# When the live turns outgrow their budget, the oldest go until the rest fill at most this
+# share of it. The window's start then stays put for the next several questions, so the
+# prompt up to the newest turn is the one sent last time and a model server takes it from
+# its cache; moving the start one turn a question would have the whole window evaluated anew
+# every time. The model still sees at least half its live budget of the newest turns.
+LIVE_REFILL = 0.5
 
-def build_messages(parts: PromptParts, budget: int) -> list[dict[str, Any]]:
-    """The system message plus the live turns as chat messages, within `budget` tokens."""
+# The current time and the context block's tags, in every prompt.
+_BLOCK_TOKENS = 32
+
+
+def build_messages(parts: PromptParts, budget: int, *, apart: bool = False) -> list[dict[str, Any]]:
+    """The prompt within `budget` tokens: the system message, the live turns, and at the start
+    of the newest user message the context block (the time, what was recalled for it); with
+    `apart`, the block is a system message of its own just before that message.
+
+    Everything before that message is `prefix_messages`: it does not change from one question
+    to the next, so a model server's prompt cache (llama.cpp's, an endpoint's) reuses it.
+    """
+    summaries = _fit_items(parts.related_summaries, int(budget * SHARES["related_sessions"]))
+    block = context_block(
+        related_summaries=summaries,
+        related_passages=parts.related_passages,
+        now=parts.now,
+        notes=parts.notes,
+    )
+    return with_context(prefix_messages(parts, budget, estimate_tokens(block)), block, apart=apart)
+
+
+def prefix_messages(parts: PromptParts, budget: int, block_tokens: int = 0) -> list[dict[str, Any]]:
+    """The system message and the live turns, as the next question's prompt begins.
+
+    The live turns get what the system message and the room kept for the context block
+    leave (more only if a block, `block_tokens`, outgrew that room: RECALL_TOKENS set high).
+    """
     system = system_prompt(
         persona=clip(parts.persona, int(budget * SHARES["persona"])),
         profile=clip(parts.profile, int(budget * SHARES["profile"])),
         session_summary=clip(parts.session_summary, int(budget * SHARES["summary"])),
-        related_summaries=_fit_items(
-            parts.related_summaries, int(budget * SHARES["related_sessions"])
-        ),
-        related_passages=parts.related_passages,
-        now=parts.now,
-        notes=parts.notes,
         compact=budget <= COMPACT_BUDGET,
     )
-    left = budget - estimate_tokens(system)
+    kept = int(budget * SHARES["related_sessions"]) + parts.room + _BLOCK_TOKENS
+    left = budget - estimate_tokens(system) - max(kept, block_tokens)
     return [{"role": "system", "content": system}, *live_messages(parts.live, left)]
 
 
+def with_context(
+    messages: list[dict[str, Any]], block: str, *, apart: bool = False
+) -> list[dict[str, Any]]:
+    """`messages` with `block` at the start of the newest user message (only in the prompt:
+    the stored turn keeps the user's words), or with `apart` in a system message just before
+    it. Some chat templates refuse a system message after the first, so only a model whose
+    template is known to take one gets `apart` (the bundled SmolLM2, whose 135M model copied
+    the block's headings into its answers when they opened the user's message); with no user
+    message at all, the block ends the system message."""
+    out = list(messages)
+    for index in range(len(out) - 1, -1, -1):
+        if out[index]["role"] == "user" and isinstance(out[index].get("content"), str):
+            if apart:
+                out.insert(index, {"role": "system", "content": block})
+            else:
+                out[index] = {**out[index], "content": f"{block}\n\n{out[index]['content']}"}
+            return out
+    if out and out[0]["role"] == "system":
+        out[0] = {**out[0], "content": f"{out[0]['content']}\n\n{block}"}
+    return out
+
+
+def users_words(content: str) -> str:
+    """A prompt's user message without the context block `with_context` put before it."""
+    if content.startswith(CONTEXT_OPEN) and (end := content.find(CONTEXT_CLOSE + "\n\n")) >= 0:
+        return content[end + len(CONTEXT_CLOSE) + 2 :]
+    return content
+
+
 def live_messages(turns: Sequence[Turn], budget: int) -> list[dict[str, Any]]:
-    """The newest turns that fit, as chat messages; the newest one is always kept."""
-    picked: list[dict[str, Any]] = []
-    used = 0
+    """The live turns that fit, as chat messages, from a start that moves only in steps
+    (`LIVE_REFILL`); the newest one is always kept."""
     turns = list(turns)
     # A cut-off reply at the very end is being answered again (/retry): the model must not
     # take it for its own finished answer.
     while turns and turns[-1].role == "assistant" and turns[-1].meta.get("interrupted"):
         turns.pop()
-    for turn in reversed(turns):
-        message = turn_message(turn)
-        cost = estimate_tokens(json.dumps(message, ensure_ascii=False)) + 4
-        if picked and used + cost > budget:
-            break
-        if cost > budget and isinstance(message.get("content"), str):
-            # Only the prompt is clipped: the stored turn keeps every character.
-            message["content"] = clip_middle(message["content"], max(budget - 64, 64))
-            cost = budget
-        picked.append(message)
-        used += cost
-    picked.reverse()
+    messages = [turn_message(turn) for turn in turns]
+    costs = [estimate_tokens(json.dumps(m, ensure_ascii=False)) + 4 for m in messages]
+    picked = messages[window_start(costs, budget) :]
+    newest = picked[-1] if picked else None
+    if newest is not None and costs[-1] > budget and isinstance(newest.get("content"), str):
+        # Only the prompt is clipped: the stored turn keeps every character.
+        newest["content"] = clip_middle(newest["content"], max(budget - 64, 64))
     # A tool result whose assistant call was cut would be rejected by the API.
     while picked and picked[0]["role"] == "tool":
         picked.pop(0)
     return _answer_open_calls(picked)
+
+
+def window_start(costs: Sequence[int], budget: int) -> int:
+    """Where the live window starts, for turns costing `costs` (oldest first) in `budget`.
+
+    Decided turn by turn from the oldest, so a prompt with one more turn starts where the
+    previous one did unless that turn overflows the budget; then the start jumps to where the
+    turns fill `LIVE_REFILL` of it. The newest turn is always in.
+    """
+    start = used = 0
+    for index, cost in enumerate(costs):
+        used += cost
+        if used > budget:
+            while start < index and used > budget * LIVE_REFILL:
+                used -= costs[start]
+                start += 1
+    return start
 
 
 def _answer_open_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,10 +10,15 @@ from datetime import datetime
 QUOTE_OPEN, QUOTE_CLOSE = "<memory-quote>", "</memory-quote>"
 # Only the tags themselves: the quoted words are part of what the assistant said.
 _QUOTE_TAG = re.compile(re.escape(QUOTE_OPEN) + "|" + re.escape(QUOTE_CLOSE))
+# Around what Seelen adds to the user's newest message (the time, what was recalled): the
+# model must tell it from the user's words, and it is never stored as them.
+CONTEXT_OPEN, CONTEXT_CLOSE = "<context>", "</context>"
 
 RULES = f"""You are Seelen, a companion with a long-term memory of this user.
-- Below are your persona, your picture of the user, and memories recalled from earlier
-  sessions, each with its date. Use them naturally when they matter; never invent memories.
+- Below are your persona and your picture of the user. The user's newest message begins
+  with a {CONTEXT_OPEN} block that Seelen adds, not the user: the current time and memories
+  recalled from earlier sessions, each with its date. Use them naturally when they matter;
+  never invent memories.
 - When you repeat an earlier memory word for word, wrap the quoted words in
   {QUOTE_OPEN}…{QUOTE_CLOSE}.
 - Facts can change over time: the newest dated memory wins over an older one.
@@ -21,9 +26,10 @@ RULES = f"""You are Seelen, a companion with a long-term memory of this user.
 
 # For small local models (a context of a few thousand tokens): fewer, plainer rules. A 135M
 # model copies tags such as <memory-quote> literally and rambles unless told to be brief.
-COMPACT_RULES = """You are Seelen, a friendly companion who remembers this user.
+COMPACT_RULES = f"""You are Seelen, a friendly companion who remembers this user.
 Reply in one to three short sentences, in the user's language.
-Use the notes below when they matter; never invent memories."""
+Seelen's notes come in {CONTEXT_OPEN} before the user's message. Use them when they matter;
+never invent memories."""
 
 
 @dataclass(frozen=True)
@@ -71,25 +77,31 @@ def strip_quotes(text: str) -> str:
 
 
 def system_prompt(
-    *,
-    persona: str,
-    profile: str,
-    session_summary: str,
-    related_summaries: Sequence[DatedText],
-    related_passages: Sequence[DatedPassage],
-    now: datetime,
-    notes: Sequence[tuple[str, str]] = (),
-    compact: bool = False,
+    *, persona: str, profile: str, session_summary: str, compact: bool = False
 ) -> str:
-    """The system message, in the design's order; empty parts are left out.
+    """The system message: what stays the same from one question to the next (so a model
+    server's prompt cache keeps it), in the design's order; empty parts are left out.
 
     `compact` uses `COMPACT_RULES`, for small models with a small context."""
     parts = [
         COMPACT_RULES if compact else RULES,
         _section("Your persona", persona),
         _section("What you know about the user", profile),
+        _section("Earlier in this session (summary)", session_summary),
     ]
-    parts.append(_section("Earlier in this session (summary)", session_summary))
+    return "\n\n".join(p for p in parts if p)
+
+
+def context_block(
+    *,
+    related_summaries: Sequence[DatedText],
+    related_passages: Sequence[DatedPassage],
+    now: datetime,
+    notes: Sequence[tuple[str, str]] = (),
+) -> str:
+    """What changes with every question, for the start of the user's newest message: the
+    current time and what was recalled for it, between `CONTEXT_OPEN` and `CONTEXT_CLOSE`."""
+    parts = [f"## Current time\n{now.strftime('%A, %Y-%m-%d %H:%M %Z').strip()}"]
     if related_summaries:
         body = "\n".join(f"- [{s.when}] {s.text}" for s in related_summaries)
         parts.append(_section("Related past sessions", body))
@@ -99,8 +111,8 @@ def system_prompt(
     if notes:
         body = "\n\n".join(f"[{label}]\n{text}" for label, text in notes)
         parts.append(_section("From the user's notes (their knowledge folders)", body))
-    parts.append(f"## Current time\n{now.strftime('%A, %Y-%m-%d %H:%M %Z').strip()}")
-    return "\n\n".join(p for p in parts if p)
+    body = "\n\n".join(p for p in parts if p)
+    return f"{CONTEXT_OPEN}\n{body}\n{CONTEXT_CLOSE}"
 
 
 def _section(title: str, body: str) -> str:

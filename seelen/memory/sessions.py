@@ -1,13 +1,17 @@
 """Session lifecycle: restore, reset, the rolling summary, and the resumable archive.
 
 Archiving is a chain of recorded steps (summary → persona/profile → strip quotes → archived).
-Each finished step is written to SQLite, so if a model call fails or the process dies, the
-next `/save` or start picks the archive up where it stopped and nothing is summarised twice.
+Each step's record is committed with what it stored (the summary, the stripped turns, the
+status), so if a model call fails or the process dies, the next `/save` or start picks the
+archive up where it stopped and nothing is summarised or stored twice. A file rewrite is
+recorded, new text included, before the file is replaced, and a resumed archive writes a
+recorded rewrite that did not reach the file (`_write_recorded`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -225,8 +229,7 @@ class Sessions:
             if self.tool_model is None:
                 raise ModelError("no tool model is configured to summarise the session")
             await self._archive_memory(session, turns, steps, result, progress)
-        await asyncio.to_thread(self.store.record_archive_step, sid, "archived")
-        await asyncio.to_thread(self.store.mark_archived, sid)
+        await asyncio.to_thread(self.store.close_archive, sid)
         return result
 
     async def _archive_memory(
@@ -249,8 +252,12 @@ class Sessions:
                 "session summary",
             )
             start, end = turns[0].ts_ms, turns[-1].ts_ms
-            await asyncio.to_thread(self.store.add_summary, sid, result.summary, start, end)
-            await asyncio.to_thread(self.store.record_archive_step, sid, "summary", result.summary)
+            await asyncio.to_thread(
+                self.store.add_summary, sid, result.summary, start, end, step=True
+            )
+        for name in (PROFILE, PERSONA):
+            if name in steps:  # decided before a crash: the file may not have it yet
+                await asyncio.to_thread(self._write_recorded, sid, name, steps[name])
         todo = [name for name in (PROFILE, PERSONA) if name not in steps]
         if todo:
             if self.rewrite_files:
@@ -261,8 +268,7 @@ class Sessions:
             result.changes.extend(changes)
         if "strip_quotes" not in steps:
             progress("tidying recalled quotations")
-            await asyncio.to_thread(self._strip_quotes, turns)
-            await asyncio.to_thread(self.store.record_archive_step, sid, "strip_quotes")
+            await asyncio.to_thread(self._strip_quotes, sid, turns)
 
     def summary_request(self, turns: Sequence[Turn]) -> list[dict[str, str]]:
         """The tool model's request for a whole session's summary (within the input budget)."""
@@ -276,8 +282,7 @@ class Sessions:
             self.summary_request(turns), SUMMARY_TOKENS, "session summary"
         )
         start, end = turns[0].ts_ms, turns[-1].ts_ms
-        await asyncio.to_thread(self.store.add_summary, session_id, summary, start, end)
-        await asyncio.to_thread(self.store.record_archive_step, session_id, "summary", summary)
+        await asyncio.to_thread(self.store.add_summary, session_id, summary, start, end, step=True)
         return summary
 
     async def _update_file(self, sid: str, name: str, summary: str) -> Change:
@@ -294,10 +299,26 @@ class Sessions:
                 text = (await self._complete(messages, FILE_TOKENS, name))[:MAX_FILE_CHARS]
             except RefusedAnswer as exc:  # the previous good version stays
                 text, note = current, f"{exc}; {name} was kept as it was"
-        change = await asyncio.to_thread(self.files.write, name, text)
-        payload = json.dumps({"changed": change.changed, "note": note})
+        change = Change(name, current, text)
+        step = {"changed": change.changed, "note": note}
+        if change.changed:  # kept until the file has it: a crash before is resumed from it
+            step |= {"text": text, "replaces": _digest(current)}
+        payload = json.dumps(step)
         await asyncio.to_thread(self.store.record_archive_step, sid, name, payload)
+        await asyncio.to_thread(self._write_recorded, sid, name, payload)
         return change if note is None else Change(name, current, current, note)
+
+    def _write_recorded(self, sid: str, name: str, payload: str) -> None:
+        """Write the rewrite a step recorded, if the file still holds the text it replaces
+        (not yet written, or a crash came first); then drop the text from the step. A file
+        changed since (written, or edited by hand) is left as it is."""
+        step = json.loads(payload or "{}")
+        if step.get("text") is None:
+            return
+        if _digest(self.files.read(name)) == step["replaces"]:
+            self.files.write(name, step["text"])
+        done = {"changed": step["changed"], "note": step["note"]}
+        self.store.record_archive_step(sid, name, json.dumps(done))
 
     async def _complete(self, messages: list[dict[str, str]], max_tokens: int, what: str) -> str:
         """The tool model's answer with its reasoning removed; RefusedAnswer if unusable."""
@@ -310,13 +331,19 @@ class Sessions:
             raise RefusedAnswer(f"the tool model's {what} was refused: it {_said(reason)}")
         return text
 
-    def _strip_quotes(self, turns: Sequence[Turn]) -> None:
-        changed = []
+    def _strip_quotes(self, sid: str, turns: Sequence[Turn]) -> None:
+        """Remove the quotation tags from the assistant's turns, and record the step, in one
+        transaction (the cleaned turns are embedded again)."""
+        cleaned = {}
         for turn in turns:
             if turn.role != "assistant":  # the user's own words are never rewritten
                 continue
-            cleaned = strip_quotes(turn.text)
-            if cleaned != turn.text:
-                self.store.update_turn_text(turn.text_id, cleaned)
-                changed.append(turn.text_id)
-        self.store.mark_indexed(changed, indexed=False)  # re-embed the cleaned text
+            text = strip_quotes(turn.text)
+            if text != turn.text:
+                cleaned[turn.text_id] = text
+        self.store.record_archive_step(sid, "strip_quotes", rewritten=cleaned)
+
+
+def _digest(text: str) -> str:
+    """A file's text, identified (so a recorded rewrite knows whether it was written)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

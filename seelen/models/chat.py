@@ -18,6 +18,7 @@ from seelen.logs import redact
 if TYPE_CHECKING:  # openai costs ~0.3 s to import: its types are for the checker only
     from openai import APIStatusError, AsyncOpenAI
     from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
+    from openai.types.completion_usage import CompletionUsage
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class ModelToolCall:
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of the prompt's, those the server reused from its prompt cache
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,14 @@ class Completion:
 
 
 class ChatModel(Protocol):
-    """What Seelen needs from a model: a streamed answer and a plain one."""
+    """What Seelen needs from a model: a streamed answer, a plain one, and a prompt read
+    ahead of time."""
 
     name: str
+
+    async def prefill(self, messages: Sequence[dict[str, Any]]) -> Usage | None:
+        """Have the server read `messages` into its prompt cache now."""
+        ...
 
     def stream(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] = ()
@@ -137,9 +144,7 @@ class OpenAIChatModel:
         try:
             async for chunk in response:
                 if chunk.usage is not None:
-                    usage = Usage(
-                        chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0
-                    )
+                    usage = _usage(chunk.usage)
                 for choice in chunk.choices or ():
                     finish = choice.finish_reason or finish
                     delta = choice.delta
@@ -166,6 +171,16 @@ class OpenAIChatModel:
             if c["name"]
         ]
         yield Completion("".join(parts), tool_calls, usage, finish)
+
+    async def prefill(self, messages: Sequence[dict[str, Any]]) -> Usage | None:
+        """Have the server read `messages` now, generating one token, so that its prompt
+        cache (llama.cpp keeps a slot's last prompt) holds them: a request that begins with
+        them later evaluates only what follows. Returns the usage the server reported."""
+        response = await self._create(
+            {"model": self.name, "messages": list(messages), "max_tokens": 1}
+        )
+        found = getattr(response, "usage", None)
+        return _usage(found) if found is not None else None
 
     async def complete(
         self, messages: Sequence[dict[str, Any]], *, model: str = "", max_tokens: int = 0
@@ -243,6 +258,13 @@ def _retry_after(exc: APIStatusError) -> float | None:
         return float(exc.response.headers.get("retry-after", ""))
     except (AttributeError, ValueError):
         return None
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    """Seelen's usage from the API's; `cached_tokens` is OpenAI's field, llama.cpp's too."""
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached)
 
 
 def _merge_tool_delta(calls: dict[int, dict[str, str]], tc: ChoiceDeltaToolCall) -> None:

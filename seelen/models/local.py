@@ -48,6 +48,8 @@ _LLAMA_LOG_LINE = re.compile(r"^\d[\d.]* (?P<level>[DIWE]) (?P<text>.*)$")
 LOCAL_SAMPLING = {"temperature": 0.3, "top_p": 0.9, "repeat_penalty": 1.15, "repeat_last_n": 128}
 # The local reply cap unless MAX_REPLY_TOKENS is set: the first-chat target is ≤ 300 tokens.
 LOCAL_REPLY_TOKENS = 256
+# The server's context: prompt and reply together (SmolLM2 was trained on 8,192).
+LOCAL_CONTEXT = 4096
 _QUIET = 1  # llama.cpp verbosity: errors only
 _INFO = 3  # llama.cpp verbosity: load and per-request information
 
@@ -94,7 +96,7 @@ class LocalServer:
         model_path: Path,
         *,
         threads: int | None = None,
-        ctx_size: int = 4096,
+        ctx_size: int = LOCAL_CONTEXT,
         on_progress: Callable[[str], None] | None = None,
         log_file: Path | None = None,
         start_timeout: float = 60.0,

@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from seelen.models.local import LocalServer
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+# The prompt budget unless CONTEXT_TOKENS is set: an endpoint's (or a GGUF of the user's own).
+DEFAULT_CONTEXT_TOKENS = 8000
+# The bundled 135M model's. Its llama.cpp server evaluates a prompt at 60-160 tokens a
+# second on 2 shared cores (bench/bench_local_ask.py), so every token of it is waited for
+# before the first word, and the model answered the facts of a chat no better with more
+# (bench/bench_first_chat.py --recall): see the README's table.
+BUNDLED_CONTEXT_TOKENS = 1536
 
 
 @dataclass
@@ -93,20 +100,41 @@ def reply_cap(settings: Settings, provider: Provider) -> int:
     return LOCAL_REPLY_TOKENS
 
 
+def bundled(settings: Settings, provider: Provider) -> bool:
+    """Whether the answers come from the bundled SmolLM2 model (not a GGUF of the user's)."""
+    return provider.kind == "local" and not settings.local_model_path
+
+
 def rewrites_files(settings: Settings, provider: Provider) -> bool:
     """Whether /save lets the tool model rewrite the persona and profile (REWRITE_FILES)."""
     if settings.rewrite_files != "auto":
         return settings.rewrite_files == "true"
-    bundled = provider.kind == "local" and not settings.local_model_path
-    return not bundled
+    return not bundled(settings, provider)
 
 
 def prompt_budget(settings: Settings, provider: Provider, reply_tokens: int) -> int:
-    """CONTEXT_TOKENS, but never more than the local server's context leaves for the prompt."""
-    if provider.server is None:
-        return settings.context_tokens
-    room = provider.server.ctx_size - (reply_tokens or provider.server.ctx_size // 4)
-    return max(512, min(settings.context_tokens, room))
+    """CONTEXT_TOKENS, or its default for the provider (small for the bundled model), but
+    never more than a local server's context leaves for the prompt beside the reply."""
+    budget = settings.context_tokens or (
+        BUNDLED_CONTEXT_TOKENS if bundled(settings, provider) else DEFAULT_CONTEXT_TOKENS
+    )
+    if provider.kind != "local":
+        return budget
+    from seelen.models.local import LOCAL_CONTEXT
+
+    context = provider.server.ctx_size if provider.server is not None else LOCAL_CONTEXT
+    room = context - (reply_tokens or context // 4)
+    return max(512, min(budget, room))
+
+
+def planned_prompt_budget(settings: Settings) -> int:
+    """The prompt budget a chat with these settings has, without starting a model: for
+    recall's budget and the memory commands' `in_prompt`."""
+    try:
+        provider = choose_provider(settings)
+    except ConfigError:  # no model configured: memory commands still rank
+        provider = Provider("none", "", "", "", "")
+    return prompt_budget(settings, provider, reply_cap(settings, provider))
 
 
 def chat_sampling(settings: Settings, provider: Provider) -> dict[str, Any]:

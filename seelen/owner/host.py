@@ -86,6 +86,7 @@ async def open_host(settings: Settings, *, memory_only: bool = False) -> OwnerHo
     mcp = runtime.app.start_mcp(lambda _line: None)
     if mcp is not None:  # only servers whose tools are not cached yet: once per config
         await mcp.wait_handshakes()
+    runtime.app.bot.keep_prompt_warm()  # a local model reads the prompt's beginning now
     return OwnerHost(runtime.app, runtime.aclose)
 
 

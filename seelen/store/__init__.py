@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seelen.errors import StoreError
+from seelen.store.archive import Archiving
 from seelen.store.faults import explain, refuse_empty_file
 from seelen.store.queries import Imports, IndexBookkeeping, Lookups, TextSearch
 from seelen.store.records import (
@@ -32,7 +33,6 @@ from seelen.store.records import (
     now_ms,
     scrub_quotes,
     session_row,
-    summary_row,
     turn_row,
 )
 from seelen.store.schema import MIGRATIONS, index_text
@@ -57,7 +57,7 @@ class OutdatedStore(StoreError):
     """A reader found a memory file that an older Seelen wrote: only a writer migrates it."""
 
 
-class Store(Lookups, TextSearch, IndexBookkeeping, Imports):
+class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
     """The SQLite memory store of one profile.
 
     `read_only=True` (a reader): the file is opened with `mode=ro`, so every write fails
@@ -377,48 +377,3 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports):
             n = db.execute(f"DELETE FROM conversation WHERE text_id IN ({marks})", ids).rowcount
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
         return n
-
-    # --- summaries -----------------------------------------------------------------------
-
-    def add_summary(self, session_id: str, text: str, start_ms: int, end_ms: int) -> Summary:
-        """Store the final summary of a session (replacing an earlier one)."""
-        text_id = new_id()
-        with self._tx() as db:
-            db.execute("DELETE FROM summary WHERE session_id = ?", (session_id,))
-            db.execute(
-                "INSERT INTO summary (text_id, session_id, summary, start_timestamp, "
-                "end_timestamp) VALUES (?, ?, ?, ?, ?)",
-                (text_id, session_id, text, start_ms, end_ms),
-            )
-        return Summary(text_id, session_id, text, start_ms, end_ms)
-
-    def get_summaries(self, text_ids: Iterable[str]) -> dict[str, Summary]:
-        """Summaries by text id."""
-        ids = list(text_ids)
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self._query(f"SELECT * FROM summary WHERE text_id IN ({marks})", ids)
-        return {r["text_id"]: summary_row(r) for r in rows}
-
-    def session_summary(self, session_id: str) -> Summary | None:
-        """The final summary of a session, if it has one."""
-        rows = self._query("SELECT * FROM summary WHERE session_id = ?", (session_id,))
-        return summary_row(rows[0]) if rows else None
-
-    # --- archive steps -------------------------------------------------------------------
-
-    def archive_steps(self, session_id: str) -> dict[str, str]:
-        """Finished archive steps of a session: step name → payload."""
-        rows = self._query(
-            "SELECT step, payload FROM archive_step WHERE session_id = ?", (session_id,)
-        )
-        return {r[0]: r[1] for r in rows}
-
-    def record_archive_step(self, session_id: str, step: str, payload: str = "") -> None:
-        """Record that one archive step is done."""
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO archive_step VALUES (?, ?, ?, ?)",
-                (session_id, step, now_ms(), payload),
-            )
