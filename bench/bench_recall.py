@@ -415,9 +415,11 @@ def insert_vectors(memory: Memory, pool: dict[str, np.ndarray]) -> None:
 
 
 def speed_queries(data: Dataset, n: int, seed: int) -> list[str]:
-    """The dataset's questions plus chit-chat-like random ones, `n` in all."""
+    """`n` queries: half the dataset's questions (drawn at random), half chit-chat-like
+    random lines, so both kinds are timed whatever the size of the question set."""
     rng = random.Random(seed)
-    questions = [q.question for q in data.queries][:n]
+    asked = [q.question for q in data.queries]
+    questions = rng.sample(asked, min(len(asked), n - n // 2))
     while len(questions) < n:
         lead = rng.choice(["", "Do you remember? ", "What did I say about this: "])
         questions.append(lead + chit_chat(rng))
