@@ -340,6 +340,10 @@ class Indexer:
         except StoreError as exc:
             self.error = f"{len(text_ids)} forgotten texts keep a vector until repaired: {exc}"
             self._repaired = False  # the next pass measures again and drops them
+        # A summary that quoted a forgotten turn was scrubbed and waits to be embedded again:
+        # the background thread does it now, not at its next periodic pass.
+        if self._thread is not None:
+            self.wake()
 
 
 def _start(item: Turn | Summary) -> int:
