@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pytest
 from helpers import HashEmbedder
@@ -21,6 +20,7 @@ from seelen.memory.indexer import Indexer, measure
 from seelen.memory.recall import Recall
 from seelen.store import Store
 from seelen.vectors import VectorIndex, VectorRow
+from seelen.vectors.tables import connect
 
 WORDS = "tea harbour violin lisbon cactus kayak ramen comet lantern pebble".split()
 
@@ -207,7 +207,7 @@ def test_drift_is_measured_and_repaired(indexed, tmp_path: Path) -> None:
     turn_ids = list(store.index_flags("turns"))
     index.delete("turns", text_ids=turn_ids[:5])  # indexed in SQLite, vector gone
     index.add("turns", [VectorRow("ghost", "s", 0, np.ones(16))])  # vector, no text
-    db = lancedb.connect(tmp_path / "lancedb")  # a crash mid-move: one text in both tables
+    db = connect(tmp_path / "lancedb")  # a crash mid-move: one text in both tables
     db.create_table("turns", index._table("turns_recent").search().limit(3).to_arrow())
     fresh = VectorIndex(tmp_path / "lancedb", HashEmbedder.model_id, HashEmbedder.dim)
     drift = measure(store, fresh, "turns")

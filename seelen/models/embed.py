@@ -195,7 +195,7 @@ class LocalEmbedder:
         with self._lock:
             if self._session is None:  # another thread may have loaded it while we waited
                 self._tokenizer = _load_tokenizer(self._tokenizer_path)
-                session = _load_session(self._model_path or default_model_path())
+                session = _shared_session(self._model_path or default_model_path())
                 self._inputs = [i.name for i in session.get_inputs()]
                 self._session = session
 
@@ -213,6 +213,22 @@ def _load_tokenizer(path: Path) -> Tokenizer:
     tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     return tokenizer
+
+
+# Loaded sessions by model file, shared by every LocalEmbedder of the process: loading one
+# costs 0.4 s of CPU, and onnxruntime runs one session from several threads at once. (A
+# process that opens a profile more than once, e.g. through the Python API, loads it once.)
+_sessions: dict[Path, _Session] = {}
+_sessions_lock = threading.Lock()
+
+
+def _shared_session(path: Path) -> _Session:
+    """The process's session for the model file at `path`, loaded on first use."""
+    key = path.resolve()
+    with _sessions_lock:
+        if key not in _sessions:
+            _sessions[key] = _load_session(key)
+        return _sessions[key]
 
 
 def _load_session(path: Path) -> _Session:
