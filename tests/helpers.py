@@ -328,3 +328,14 @@ def piped_chat(command: list[str] | None = None) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def owner_serves(kind: str, process: subprocess.Popen[str]) -> bool:
+    """Whether an owner of `kind` ("chat", "background") serves the profile; `process`,
+    which should be serving or about to, must still run."""
+    from seelen.config import load_settings
+    from seelen.owner.client import owner_status
+
+    assert process.poll() is None, process.communicate()
+    status = owner_status(load_settings())
+    return status is not None and status.kind == kind

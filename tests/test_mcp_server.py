@@ -23,6 +23,7 @@ import httpx2
 import pytest
 from helpers import (
     open_store,
+    owner_serves,
     piped_chat,
     run_cli,
     run_seelen,
@@ -265,13 +266,9 @@ async def test_clients_remember_at_once_beside_an_open_chat(
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
         chat.stdin.flush()
-
-        def serving() -> bool:
-            assert chat.poll() is None, chat.communicate()
-            status = owner_status(load_settings())
-            return status is not None and status.kind == "chat"
-
-        await wait_until_async(serving, 60, "the chat never served the profile")
+        await wait_until_async(
+            lambda: owner_serves("chat", chat), 60, "the chat never served the profile"
+        )
         texts = {n: [f"{n} fact {i}: the code is {n}-{i}" for i in range(3)] for n in "ab"}
         async with stdio_session(name="client-a") as a, stdio_session(name="client-b") as b:
             sessions = {"a": a, "b": b}

@@ -12,7 +12,16 @@ import sys
 import threading
 from pathlib import Path
 
-from helpers import asked, echo, open_store, piped_chat, run_seelen, wait_gone, wait_until
+from helpers import (
+    asked,
+    echo,
+    open_store,
+    owner_serves,
+    piped_chat,
+    run_seelen,
+    wait_gone,
+    wait_until,
+)
 from model_server import ModelServer, Reply
 
 import seelen
@@ -155,12 +164,9 @@ def test_an_open_chat_answers_asks_from_other_terminals(
         assert chat.stdin is not None
         chat.stdin.write("hello from the chat\n")
         chat.stdin.flush()
-
-        def serving() -> bool:
-            assert chat.poll() is None, chat.communicate()
-            return owner_status(load_settings()) is not None
-
-        wait_until(serving, 30, "the chat never answered as the profile's owner")
+        wait_until(
+            lambda: owner_serves("chat", chat), 30, "the chat never answered as the profile's owner"
+        )
         assert _status().kind == "chat"
         asked = run_seelen("ask", "from another terminal")  # the chat's pipe stays open
         assert asked.returncode == 0, asked.stderr
@@ -207,13 +213,6 @@ def _wait_stopping(socket_file: Path, process: subprocess.Popen[str]) -> None:
         return not socket_file.exists()
 
     wait_until(stopping, 60, "the owner kept taking connections")
-
-
-def _serving(kind: str, process: subprocess.Popen[str]) -> bool:
-    """Whether an owner of `kind` serves the profile (`process`, which should, still runs)."""
-    assert process.poll() is None, process.communicate()
-    status = owner_status(load_settings())
-    return status is not None and status.kind == kind
 
 
 def _start_asks(*questions: str, ephemeral: bool = False) -> list[subprocess.Popen[str]]:
@@ -304,7 +303,7 @@ def test_a_chat_opening_and_leaving_answers_the_asks_it_took(
         # Asked while the chat opens: they wait for it, and it answers them.
         during = [f"while the chat opens {i}" for i in range(2)]
         asks += _start_asks(*during)
-        wait_until(lambda: _serving("chat", chat), 60, "the chat never served the profile")
+        wait_until(lambda: owner_serves("chat", chat), 60, "the chat never served the profile")
         last = [f"as the chat leaves {i}" for i in range(2)]
         asks += _start_asks(*last)
 
