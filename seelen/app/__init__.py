@@ -7,7 +7,7 @@ data dir and a local model server. Nothing is patched at module level.
 - `recall.py`: which embedding model a profile uses, and the recall parts built on it.
 """
 
-from seelen.app.build import build_app, build_tools, debug_logs, start_knowledge
+from seelen.app.build import add_knowledge, build_app, build_tools, debug_logs, start_knowledge
 from seelen.app.core import App, NotWriter, WriterLock
 from seelen.app.recall import build_recall, embedding_provider, recall_tokens
 
@@ -15,6 +15,7 @@ __all__ = [
     "App",
     "NotWriter",
     "WriterLock",
+    "add_knowledge",
     "build_app",
     "build_recall",
     "build_tools",

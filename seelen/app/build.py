@@ -189,6 +189,14 @@ def start_knowledge(settings: Settings, opened: contextlib.ExitStack) -> Knowled
     return knowledge
 
 
+def add_knowledge(app: App) -> None:
+    """Start the knowledge folders for an App built `with_model=False` that serves them
+    (an owner of memory calls: `search_knowledge`); they close with the App."""
+    with contextlib.ExitStack() as opened:
+        app.knowledge = start_knowledge(app.settings, opened)
+        app.stack.enter_context(opened.pop_all())
+
+
 def build_tools(
     settings: Settings,
     recall: Recall,

@@ -19,7 +19,6 @@ from seelen.owner.server import OwnerServer
 if TYPE_CHECKING:
     from seelen.agent.events import Event
     from seelen.app import App
-    from seelen.knowledge import Knowledge
 
 
 class OwnerHost:
@@ -70,6 +69,7 @@ async def open_host(settings: Settings, *, memory_only: bool = False) -> OwnerHo
     A `memory_only` owner (started by `seelen mcp`) builds no chat model, so no local model
     server starts for a client that only searches and remembers; it leaves unfinished
     archives (they need the tool model) to the next full owner or chat."""
+    from seelen.app import add_knowledge
     from seelen.runtime import Runtime
 
     if memory_only:
@@ -77,7 +77,7 @@ async def open_host(settings: Settings, *, memory_only: bool = False) -> OwnerHo
             settings, role="owner", wait=False, with_model=False, finish_archives=False
         )
         try:
-            runtime.app.knowledge = await asyncio.to_thread(_start_knowledge, runtime.app)
+            await asyncio.to_thread(add_knowledge, runtime.app)
         except BaseException:
             await runtime.aclose()
             raise
@@ -88,16 +88,6 @@ async def open_host(settings: Settings, *, memory_only: bool = False) -> OwnerHo
         await mcp.wait_handshakes()
     runtime.app.bot.keep_prompt_warm()  # a local model reads the prompt's beginning now
     return OwnerHost(runtime.app, runtime.aclose)
-
-
-def _start_knowledge(app: App) -> Knowledge | None:
-    """The knowledge folders (`search_knowledge`), closed with the App."""
-    from seelen.app.build import start_knowledge
-
-    with contextlib.ExitStack() as opened:
-        knowledge = start_knowledge(app.settings, opened)
-        app.stack.enter_context(opened.pop_all())
-    return knowledge
 
 
 @contextlib.asynccontextmanager
