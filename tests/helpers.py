@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 from model_server import Reply
 
+from seelen.config import load_settings
 from seelen.memory.context import users_words
 from seelen.memory.prompts import CONTEXT_OPEN
+from seelen.owner.client import owner_status
 from seelen.owner.procs import children
 from seelen.store import Store
 from seelen.tools.base import ToolCall, ToolOutcome, ToolRegistry
@@ -333,9 +335,6 @@ def piped_chat(command: list[str] | None = None) -> subprocess.Popen[str]:
 def owner_serves(kind: str, process: subprocess.Popen[str]) -> bool:
     """Whether an owner of `kind` ("chat", "background") serves the profile; `process`,
     which should be serving or about to, must still run."""
-    from seelen.config import load_settings
-    from seelen.owner.client import owner_status
-
     assert process.poll() is None, process.communicate()
     status = owner_status(load_settings())
     return status is not None and status.kind == kind
