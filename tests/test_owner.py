@@ -346,3 +346,25 @@ def test_an_owner_killed_mid_answer_says_the_question_is_saved(
     owner_env.responder = echo
     again = run_seelen("ask", "and now?")  # a fresh owner takes over
     assert again.returncode == 0 and again.stdout == "answer to and now?\n", again.stderr
+
+
+def test_a_folder_named_seelen_in_the_working_folder_does_not_stop_the_owner(
+    owner_env: ModelServer, data_dir: Path, tmp_path: Path
+) -> None:
+    # ~ holding a clone at ~/seelen, an MCP client started from ~: the installed `seelen`
+    # command starts the owner, which must import the installed package, not the folder.
+    (tmp_path / "seelen").mkdir()
+    (tmp_path / "seelen" / "README.md").write_text("a clone, or anything else")
+    command = Path(sys.executable).with_name("seelen")
+    result = subprocess.run(
+        [str(command), "ask", "who answers?"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answer to who answers?\n"
+    assert _status().answered == 1  # the warm owner answered, not the client in-process
+    log = (data_dir / "default" / "logs" / "owner.log").read_text()
+    assert "Traceback" not in log

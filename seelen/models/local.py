@@ -199,7 +199,9 @@ class LocalServer:
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         proc = subprocess.Popen(
-            [sys.executable, "-m", "seelen.models.local"],
+            # -P: the working folder is not put on sys.path (a folder named `seelen` there
+            # would shadow this copy).
+            [sys.executable, "-P", "-m", "seelen.models.local"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -143,7 +143,9 @@ def _spawn(settings: Settings, directory: Path, *, memory_only: bool) -> socket.
         log_fd = os.open(logs / "owner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "seelen.owner"],
+                # -P: the caller's folder is not put on sys.path, so a folder named `seelen`
+                # there (a clone in ~) cannot shadow the installed package.
+                [sys.executable, "-P", "-m", "seelen.owner"],
                 env=_owner_env(settings, memory_only=memory_only),
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd,

@@ -383,7 +383,7 @@ def code_version() -> str:
     """
     import seelen
 
-    root = Path(seelen.__file__).parent
+    root = Path(__file__).resolve().parent.parent  # this package's own files, wherever run from
     digest = hashlib.sha256(seelen.__version__.encode())
     for path in sorted(root.rglob("*.py")):
         stat = path.stat()
