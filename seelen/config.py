@@ -251,6 +251,14 @@ class Settings:
     idle_minutes: float = _setting(
         "SEELEN_IDLE_MINUTES", 15.0, _float(0.01), "the background process exits after this"
     )
+    # Two minutes: a chat opening (the local model loads in 5-20 s) or an owner finishing its
+    # answers is long done by then; a re-index of a large memory is not, and is told so.
+    wait_seconds: float = _setting(
+        "SEELEN_WAIT_SECONDS",
+        120.0,
+        _float(0),
+        "how long a command waits for another Seelen process to finish with the profile",
+    )
     knowledge_dirs: str = _setting(
         "KNOWLEDGE_DIRS", "", _str, "note folders Seelen reads by itself, separated by ':'"
     )

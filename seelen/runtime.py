@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,12 +50,14 @@ class ProfileLock:
     """`fcntl.flock` on `<profile>/owner.lock`; the file names the holder (pid, role).
 
     The kernel drops the lock when its process dies, however it dies, so a crash never
-    leaves a profile locked.
+    leaves a profile locked. A writer that finds it held waits at most `wait_seconds`
+    (SEELEN_WAIT_SECONDS), then raises ProfileBusy: no wait is without limit.
     """
 
-    def __init__(self, directory: Path, role: str) -> None:
+    def __init__(self, directory: Path, role: str, wait_seconds: float = 120.0) -> None:
         self.path = Path(directory) / LOCK_FILE
         self.role = role
+        self.wait_seconds = wait_seconds
         self._fd: int | None = None
 
     def holder(self) -> str:
@@ -65,23 +68,44 @@ class ProfileLock:
         """What a writer that waits for the holder says, once."""
         return f"waiting for {self.holder()} to finish with this profile…"
 
-    def acquire(self, *, wait: bool, on_wait: Callable[[str], None] = lambda _: None) -> None:
-        """Take the lock; when another process has it, wait (saying so) or raise ProfileBusy."""
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free now; False when another process holds it."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                if not wait:
-                    raise ProfileBusy(f"{self.holder()} is using this profile") from None
-                on_wait(self.waiting_line())
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.close(fd)
+                return False
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps({"pid": os.getpid(), "role": self.role}).encode(), 0)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
+        return True
+
+    def busy(self) -> ProfileBusy:
+        """The error of a writer that was not to wait."""
+        return ProfileBusy(f"{self.holder()} is using this profile")
+
+    def acquire(self, *, wait: bool, on_wait: Callable[[str], None] = lambda _: None) -> None:
+        """Take the lock; when another process has it, wait (saying so) at most
+        `wait_seconds`, or raise ProfileBusy at once (`wait=False`)."""
+        if self.try_acquire():
+            return
+        if not wait:
+            raise self.busy()
+        on_wait(self.waiting_line())
+        deadline = time.monotonic() + self.wait_seconds
+        while not self.try_acquire():
+            if time.monotonic() >= deadline:
+                raise self.timed_out()
+            time.sleep(LOCK_POLL_SECONDS)
+
+    def timed_out(self) -> ProfileBusy:
+        """The error of a writer that waited `wait_seconds` for the holder in vain."""
+        return ProfileBusy(wire.still_held(wire.lock_holder(self.path.parent), self.wait_seconds))
 
     @property
     def held(self) -> bool:
@@ -106,19 +130,18 @@ LOCK_POLL_SECONDS = 0.1
 async def take_lock(
     lock: ProfileLock, *, wait: bool, on_wait: Callable[[str], None] = lambda _: None
 ) -> None:
-    """Take `lock`; when another process has it, wait (saying so once) or raise ProfileBusy."""
-    try:
-        lock.acquire(wait=False)
+    """Take `lock`; when another process has it, wait (saying so once) at most its
+    `wait_seconds`, or raise ProfileBusy."""
+    if lock.try_acquire():
         return
-    except ProfileBusy:
-        if not wait:
-            raise
+    if not wait:
+        raise lock.busy()
     on_wait(lock.waiting_line())
-    while True:
+    deadline = time.monotonic() + lock.wait_seconds
+    while not lock.try_acquire():
+        if time.monotonic() >= deadline:
+            raise lock.timed_out()
         await asyncio.sleep(LOCK_POLL_SECONDS)
-        with contextlib.suppress(ProfileBusy):
-            lock.acquire(wait=False)
-            return
 
 
 @dataclass
@@ -151,7 +174,7 @@ class Runtime:
             from seelen.owner.client import stop_owner
 
             await asyncio.to_thread(stop_owner, settings)
-        lock = ProfileLock(settings.profile_dir, role)
+        lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
         async with contextlib.AsyncExitStack() as stack:  # a step that fails closes the rest
             await take_lock(lock, wait=wait, on_wait=on_line)
             stack.callback(lock.release)
@@ -185,7 +208,7 @@ class Runtime:
             from seelen.owner.client import stop_owner
 
             stop_owner(settings)
-        lock = ProfileLock(settings.profile_dir, role)
+        lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
         lock.acquire(wait=wait, on_wait=on_line)
         try:
             app = build_app(settings, with_model=False, lock=lock)
@@ -268,7 +291,7 @@ def _build_reader(
     try:
         return build_app(settings, progress=progress, with_model=with_model, read_only=True)
     except OutdatedStore:
-        lock = ProfileLock(settings.profile_dir, "update")
+        lock = ProfileLock(settings.profile_dir, "update", settings.wait_seconds)
         try:
             lock.acquire(wait=False)
         except ProfileBusy:

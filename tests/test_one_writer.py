@@ -184,3 +184,26 @@ def test_a_step_failing_after_the_local_model_started_closes_what_was_opened(
     # and closed: SQLite removes the WAL when the last connection closes. (The traceback,
     # still alive here, would keep an unclosed store open.)
     assert caught.traceback and not (profile / "chat_sessions.db-wal").exists()
+
+
+def test_a_writer_command_waits_for_the_profile_only_so_long(data_dir: Path) -> None:
+    settings = load_settings({"TIMEZONE": "UTC"})
+    fill(settings)
+    profile = settings.profile_dir
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(profile)], stdin=subprocess.PIPE)
+    try:
+        wait_until(
+            lambda: f"pid {holder.pid}" in ProfileLock(profile, "").holder(),
+            30,
+            "the other process holds the profile",
+        )
+        result = run_cli("memory", "reindex", env={"SEELEN_WAIT_SECONDS": "0.5"})
+        assert result.returncode == 1
+        assert result.stderr.splitlines() == [
+            f"waiting for the Seelen chat in another terminal (pid {holder.pid}) to finish with "
+            "this profile…",
+            f"seelen: the Seelen chat in another terminal (pid {holder.pid}) is still using this "
+            "profile after 0.5 s (SEELEN_WAIT_SECONDS): try again when it is done",
+        ]
+    finally:
+        holder.communicate(b"")

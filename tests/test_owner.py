@@ -368,3 +368,55 @@ def test_a_folder_named_seelen_in_the_working_folder_does_not_stop_the_owner(
     assert _status().answered == 1  # the warm owner answered, not the client in-process
     log = (data_dir / "default" / "logs" / "owner.log").read_text()
     assert "Traceback" not in log
+
+
+def test_a_lock_file_naming_a_live_process_that_holds_no_lock_does_not_stop_an_ask(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    # What an owner stopped by SIGTERM, a pid reused after a reboot, or a profile copied
+    # while its owner ran leave behind: a pid in the file, and nobody holding the lock.
+    profile = data_dir / "default"
+    profile.mkdir(parents=True)
+    (profile / "owner.lock").write_text('{"pid": 1, "role": "owner"}')
+    result = run_seelen("ask", "is anyone there?", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answer to is anyone there?\n"
+    assert "waiting for" not in result.stderr
+    assert _status().answered == 1
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from seelen.runtime import ProfileLock
+lock = ProfileLock(Path(sys.argv[1]), "memory reindex")
+lock.acquire(wait=False)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_an_ask_waits_for_a_profile_held_without_being_served_only_so_long(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    profile = data_dir / "default"
+    profile.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(profile)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        result = run_seelen("ask", "anyone?", env={"SEELEN_WAIT_SECONDS": "1"}, timeout=60)
+        assert result.returncode == 1
+        lines = result.stderr.strip().splitlines()
+        assert lines[-1] == (
+            f"seelen: another `seelen memory reindex` (pid {holder.pid}) is still using this "
+            "profile after 1 s (SEELEN_WAIT_SECONDS): try again when it is done"
+        )
+        assert "Traceback" not in result.stderr
+        assert not (profile / "chat_sessions.db").exists()  # nothing was stored
+    finally:
+        holder.communicate("")

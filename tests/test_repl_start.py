@@ -16,7 +16,7 @@ from rich.console import Console
 
 from seelen.chat.repl import Repl
 from seelen.config import load_settings
-from seelen.runtime import ProfileBusy, ProfileLock
+from seelen.runtime import ProfileLock
 
 # How long the chat may take to open the profile and answer, on a loaded machine.
 OPEN = 20
@@ -52,16 +52,15 @@ async def test_a_line_sent_while_another_chat_holds_the_profile_waits_and_is_ans
     env: ModelServer, data_dir, monkeypatch
 ) -> None:
     refused: list[int] = []  # each time the waiting chat tried the lock and was refused
-    acquire = ProfileLock.acquire
+    try_acquire = ProfileLock.try_acquire
 
-    def counted(lock: ProfileLock, **how) -> None:
-        try:
-            acquire(lock, **how)
-        except ProfileBusy:
+    def counted(lock: ProfileLock) -> bool:
+        taken = try_acquire(lock)
+        if not taken:
             refused.append(1)
-            raise
+        return taken
 
-    monkeypatch.setattr(ProfileLock, "acquire", counted)
+    monkeypatch.setattr(ProfileLock, "try_acquire", counted)
     env.enqueue("Answered once the profile was free.")
     with held_by_another_chat() as other, create_pipe_input() as pipe:
         repl, out = terminal_repl(pipe)

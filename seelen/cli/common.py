@@ -58,10 +58,11 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def stderr_console() -> Console:
-    """A console on stderr, so stdout stays clean for what a command prints."""
+    """A console on stderr, so stdout stays clean for what a command prints. Its lines are
+    never broken by Rich (the terminal wraps them; a log or a pipe keeps one line each)."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager

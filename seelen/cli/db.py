@@ -102,7 +102,7 @@ def restore(
 
     settings = _settings(profile, data_dir)
     stop_owner(settings)
-    lock = ProfileLock(settings.profile_dir, "db restore")
+    lock = ProfileLock(settings.profile_dir, "db restore", settings.wait_seconds)
     lock.acquire(wait=True, on_wait=lambda line: typer.echo(line, err=True))
     try:
         source, saved = run_restore(settings.profile_dir, which, settings.backups)

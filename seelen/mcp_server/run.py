@@ -25,7 +25,9 @@ def warm_owner(settings: Settings) -> None:
 
     def connect() -> None:
         with contextlib.suppress(Exception):
-            sock = client.connect(settings, wait_seconds=client.HELD_SECONDS, memory_only=True)
+            sock = client.connect(
+                settings, wait_seconds=client.held_seconds(settings), memory_only=True
+            )
             if sock is not None:
                 sock.close()
 

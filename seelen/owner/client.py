@@ -180,24 +180,26 @@ def connect(
     memory_only: bool = False,
 ) -> socket.socket | None:
     """A connection to the profile's owner, starting one (`memory_only`: see `start_owner`)
-    when none runs; None when no owner can run. While another process holds the profile
-    without serving it, wait (saying so once through `on_wait`) until it serves or leaves,
-    at most `wait_seconds` (then TimeoutError) or for as long as it takes."""
+    when none runs; None when no owner can run. While another process holds the profile's
+    lock without serving it, wait (saying so once through `on_wait`) until it serves or
+    leaves, at most `wait_seconds` (default SEELEN_WAIT_SECONDS), then TimeoutError.
+
+    Whether the profile is held is the kernel's answer (`wire.lock_held`), never the pid
+    written in the lock file: a file naming a live process nobody locks with is no holder."""
     path = wire.socket_path(settings)
-    deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
+    limit = settings.wait_seconds if wait_seconds is None else wait_seconds
+    deadline = time.monotonic() + limit
     told = False
     while True:
         sock = _connect(path)
         if sock is not None:
             return sock
-        holder = wire.lock_holder(settings.profile_dir)
-        pid = holder.get("pid")
-        if not isinstance(pid, int) or pid == os.getpid() or gone(pid):
+        if not wire.lock_held(settings.profile_dir):
             with contextlib.suppress(_Busy):  # taken meanwhile: wait for the new holder
                 return start_owner(settings, memory_only=memory_only)
-            holder = wire.lock_holder(settings.profile_dir)
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"{wire.describe_holder(holder)} is using this profile")
+        holder = wire.lock_holder(settings.profile_dir)
+        if time.monotonic() > deadline:
+            raise TimeoutError(wire.still_held(holder, limit))
         if not told:
             on_wait(f"waiting for {wire.describe_holder(holder)} to finish with this profile…")
             told = True
@@ -251,7 +253,10 @@ def ask(
     )
     replaced = False
     for _attempt in range(ATTEMPTS + 1):
-        sock = connect(settings, on_wait=on_wait)
+        try:
+            sock = connect(settings, on_wait=on_wait)
+        except TimeoutError as exc:  # nothing was sent: nothing is stored
+            return wire.Failed(message=str(exc))
         if sock is None:
             return None
         saved = shown = False
@@ -285,6 +290,11 @@ CALL_SECONDS = 60.0
 HELD_SECONDS = 30.0
 
 
+def held_seconds(settings: Settings) -> float:
+    """How long a memory call waits for a profile held without being served."""
+    return min(HELD_SECONDS, settings.wait_seconds)
+
+
 def call(
     settings: Settings, request: wire.MemoryCall, *, seconds: float = CALL_SECONDS
 ) -> wire.Result | wire.Failed:
@@ -301,9 +311,9 @@ def call(
     replaced = False
     for _attempt in range(ATTEMPTS + 1):
         try:
-            sock = connect(settings, wait_seconds=HELD_SECONDS, memory_only=True)
+            sock = connect(settings, wait_seconds=held_seconds(settings), memory_only=True)
         except TimeoutError as exc:
-            return wire.Failed(message=f"{exc}; try again when it is done")
+            return wire.Failed(message=str(exc))
         if sock is None:
             return wire.Failed(message=_start_failure(settings))
         sock.settimeout(seconds)

@@ -15,6 +15,7 @@ Answers (`"type"`): while answering, `Saved`, `Notice`, `Delta`, `Used`, `Progre
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -357,6 +358,34 @@ def socket_path(settings: Settings) -> Path:
 def usable(path: Path) -> bool:
     """False when the path is too long for a Unix socket (then everything runs in-process)."""
     return len(os.fsencode(path)) <= MAX_SOCKET_PATH
+
+
+def lock_held(directory: Path) -> bool:
+    """Whether a live process holds the profile's writer lock now.
+
+    Asks the kernel (a shared `flock` that fails while a writer holds the lock), not the pid
+    in the file: a holder killed by SIGTERM, a pid reused after a reboot, or a profile copied
+    while its owner ran all leave a pid behind that nobody holds the lock with.
+    """
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False  # no lock file: nobody has opened the profile as its writer yet
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the shared lock at once
+    return False
+
+
+def still_held(info: dict[str, Any], seconds: float) -> str:
+    """What a command says when the profile stayed held for as long as it waits."""
+    return (
+        f"{describe_holder(info)} is still using this profile after {seconds:g} s "
+        "(SEELEN_WAIT_SECONDS): try again when it is done"
+    )
 
 
 def lock_holder(directory: Path) -> dict[str, Any]:
