@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from model_server import ModelServer, Reply  # noqa: E402
 
+from seelen.client.procs import cpu_seconds  # noqa: E402
 from seelen.config import load_settings  # noqa: E402
-from seelen.owner.procs import cpu_seconds  # noqa: E402
 from seelen.store import Store  # noqa: E402
 
 
@@ -89,7 +89,7 @@ def seed(env: dict[str, str], turns: int) -> None:
 
 
 def owner_pid(env: dict[str, str]) -> int | None:
-    from seelen.owner.client import owner_status
+    from seelen.client.connect import owner_status
 
     status = owner_status(load_settings(environ=env))
     return status.pid if status else None

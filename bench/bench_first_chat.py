@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from seelen.agent.events import Done, Failed, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.memory.persona import PROFILE
+from seelen.protocol.events import Done, Failed, TextDelta, TurnUsage
 
 FACTS = [
     ("Hi! My name is Lena.", None),

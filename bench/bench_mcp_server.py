@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from model_server import ModelServer, Reply  # noqa: E402
 
-from seelen.owner.procs import children, cpu_seconds  # noqa: E402
+from seelen.client.procs import children, cpu_seconds  # noqa: E402
 
 SEELEN = str(Path(sys.executable).with_name("seelen"))
 # An SSE read may wait for a fresh owner to open the profile (httpx waits 5 s by default).
@@ -168,18 +168,19 @@ def main() -> None:
         t0 = time.perf_counter()
         questions = fill_profile(args.stored)
         print(f"stored {args.stored:,} turns in {time.perf_counter() - t0:.1f} s")
+        from seelen.client import connect, place
         from seelen.config import load_settings
-        from seelen.owner import client, wire
+        from seelen.protocol import calls
 
         settings = load_settings()
-        sock = client.connect(settings)  # the warm owner
+        sock = connect.connect(settings)  # the warm owner
         assert sock is not None
         sock.close()
         try:
             asyncio.run(stdio_run(questions, args.starts, args.searches))
             asyncio.run(http_run(questions, args.searches))
         finally:
-            client.request(wire.socket_path(settings), wire.Stop())
+            connect.request(place.socket_path(settings), calls.Stop())
         print(f"load average: {os.getloadavg()[0]:.2f} (2 cores)")
 
 

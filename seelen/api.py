@@ -4,11 +4,12 @@
 
     with Memory.open("/tmp/seelen-data", "default") as memory:
         memory.import_json(open("export.json", encoding="utf-8").read())
-        for turn in memory.recall("peanut allergy")["turns"]:
-            print(turn["rank"], turn["time"], turn["text"])
+        for turn in memory.search("peanut allergy").turns:
+            print(turn.rank, turn.time, turn.text)
 
-It is the same pipeline as `seelen import` and `seelen memory search --json`: no model is
-started, and each recall returns the object that command prints for one query.
+It is the same service as `seelen memory search --json` and `seelen mcp` use: no model is
+started; `search` returns the protocol's `SearchResult`, `recall` the JSON object that
+command prints for one query.
 
 Opened as the profile's writer (the default), a Memory holds the profile's lock until it
 is closed, as a chat does; `read_only=True` opens it as a reader, beside a running chat.
@@ -23,10 +24,12 @@ from typing import Any
 
 from seelen.config import load_settings
 from seelen.errors import SeelenError
-from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, export_data, import_export
-from seelen.models.provider import planned_prompt_budget
+from seelen.protocol import to_json
+from seelen.protocol.calls import Search
+from seelen.protocol.results import SearchResult
 from seelen.runtime import Runtime, unindexed_note
+from seelen.service import ProfileService
 
 
 class Memory:
@@ -35,7 +38,7 @@ class Memory:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
         self._app = runtime.app
-        self._ranking: Ranking | None = None
+        self.service = ProfileService(runtime.app)
         self._told = False  # a reader says once what it finds by words only
 
     @classmethod
@@ -76,19 +79,22 @@ class Memory:
         """The whole memory as the JSON export's object."""
         return export_data(self._app.store, self._app.files, self._app.clock)
 
-    def recall(self, query: str, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
-        """The ranking for `query` (what `seelen memory search --json` prints)."""
-        if self._ranking is None:
-            assert self._app.recall is not None
-            budget = planned_prompt_budget(self._app.settings)
-            self._ranking = Ranking(self._app.recall, self._app.clock, budget)
+    def search(self, query: str, limit: int | None = None, mode: str = "hybrid") -> SearchResult:
+        """The ranking for `query`, as the chat ranks it (`limit` turns, default chat's)."""
         if self._runtime.lock is not None:
             self._app.index_pending()  # the newest texts are found by meaning too
         elif not self._told:
             self._told = True
             if note := unindexed_note(self._app):
-                warnings.warn(note, stacklevel=2)
-        return self._ranking.search(query, limit, mode)
+                warnings.warn(note, stacklevel=3)
+        if not query.strip():
+            return SearchResult(query=query, mode=mode)
+        return self.service.search(Search(query=query, limit=limit, mode=mode))
+
+    def recall(self, query: str, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
+        """The ranking for `query` as JSON data (what `seelen memory search --json` prints)."""
+        data: dict[str, Any] = to_json(self.search(query, limit, mode))
+        return data
 
     def close(self) -> None:
         """Stop background work, close the store and, for a writer, let the next one in."""

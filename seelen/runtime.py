@@ -31,15 +31,15 @@ from typing import TypeVar
 
 from seelen.app import App, build_app
 from seelen.app.core import DB_FILE
+from seelen.client import place
 from seelen.config import Settings, existing_profiles
 from seelen.errors import ConfigError, SeelenError
 from seelen.files import private_dir
-from seelen.owner import wire
 from seelen.store import OutdatedStore, Session, Store
 
 T = TypeVar("T")
 
-LOCK_FILE = wire.LOCK_FILE
+LOCK_FILE = place.LOCK_FILE
 
 
 class ProfileBusy(SeelenError):
@@ -62,7 +62,7 @@ class ProfileLock:
 
     def holder(self) -> str:
         """Who holds the lock, in words, from what the holder wrote into the file."""
-        return wire.describe_holder(wire.lock_holder(self.path.parent))
+        return place.describe_holder(place.lock_holder(self.path.parent))
 
     def waiting_line(self) -> str:
         """What a writer that waits for the holder says, once."""
@@ -105,7 +105,7 @@ class ProfileLock:
 
     def timed_out(self) -> ProfileBusy:
         """The error of a writer that waited `wait_seconds` for the holder in vain."""
-        return ProfileBusy(wire.still_held(wire.lock_holder(self.path.parent), self.wait_seconds))
+        return ProfileBusy(place.still_held(place.lock_holder(self.path.parent), self.wait_seconds))
 
     @property
     def held(self) -> bool:
@@ -171,7 +171,7 @@ class Runtime:
         Cancelling it while it waits for the lock is safe; `on_locked` says when it has it."""
         await asyncio.to_thread(_make_private_dir, settings.profile_dir)
         if role != "owner":
-            from seelen.owner.client import stop_owner
+            from seelen.client.connect import stop_owner
 
             await asyncio.to_thread(stop_owner, settings)
         lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
@@ -205,7 +205,7 @@ class Runtime:
         it and `wait` is False."""
         _make_private_dir(settings.profile_dir)
         if step_aside:
-            from seelen.owner.client import stop_owner
+            from seelen.client.connect import stop_owner
 
             stop_owner(settings)
         lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)

@@ -52,6 +52,9 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             monkeypatch.delenv(key, raising=False)
     directory = tmp_path / "data"
     monkeypatch.setenv("SEELEN_DATA_DIR", str(directory))
+    # Each test works in its own process (`seelen import`, `ask`); the tests about the warm
+    # owner (`owner_env`) turn it on.
+    monkeypatch.setenv("SEELEN_OWNER", "false")
     monkeypatch.chdir(tmp_path)  # no stray .env or mcp_servers.json from the checkout
     umask = os.umask(0o022)
     os.umask(umask)
@@ -80,11 +83,12 @@ def owner_env(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mod
     dir, and so its own owner)."""
     from helpers import echo
 
+    from seelen.client import place
+    from seelen.client.connect import request
     from seelen.config import load_settings
-    from seelen.owner import wire
-    from seelen.owner.client import request
+    from seelen.protocol import calls
 
     env.responder = echo
     monkeypatch.setenv("SEELEN_OWNER", "true")
     yield env
-    request(wire.socket_path(load_settings()), wire.Stop())
+    request(place.socket_path(load_settings()), calls.Stop())

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 from model_server import Reply
 
+from seelen.client.connect import owner_status
+from seelen.client.procs import children
 from seelen.config import load_settings
 from seelen.memory.context import users_words
 from seelen.memory.prompts import CONTEXT_OPEN
-from seelen.owner.client import owner_status
-from seelen.owner.procs import children
 from seelen.store import Store
 from seelen.tools.base import ToolCall, ToolOutcome, ToolRegistry
 

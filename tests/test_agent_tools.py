@@ -13,11 +13,11 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from seelen.agent.events import Done, ToolFinished, ToolStarted
 from seelen.app import App, build_app
 from seelen.chat.repl import Repl
 from seelen.config import load_settings
 from seelen.errors import ConfigError
+from seelen.protocol.events import Done, ToolFinished, ToolStarted
 from seelen.tools.mcp import McpManager
 
 
@@ -44,11 +44,11 @@ async def test_two_calls_in_one_reply_one_failing(env: ModelServer) -> None:
     app = await open_app()
     events = [e async for e in app.bot.turn("What time is it in Tokyo?")]
     started = [e for e in events if isinstance(e, ToolStarted)]
-    finished = {e.outcome.call_id: e.outcome for e in events if isinstance(e, ToolFinished)}
+    finished = {e.call_id: e for e in events if isinstance(e, ToolFinished)}
     assert [s.name for s in started] == ["current_time", "current_time"]
     assert finished["c1"].ok and "JST" in finished["c1"].content
     assert not finished["c2"].ok and "unknown timezone" in finished["c2"].content
-    assert events[-1] == Done("It is evening in Tokyo.")
+    assert isinstance(events[-1], Done) and events[-1].text == "It is evening in Tokyo."
 
     first, second = env.chat_requests()[-2:]
     offered = {t["function"]["name"] for t in first["tools"]}
@@ -87,7 +87,7 @@ async def test_rounds_are_capped_and_then_the_model_must_answer(
     env.enqueue(looping, looping, "Fine, here is my answer.")
     app = await open_app()
     events = [e async for e in app.bot.turn("loop forever")]
-    assert events[-1] == Done("Fine, here is my answer.")
+    assert isinstance(events[-1], Done) and events[-1].text == "Fine, here is my answer."
     requests = env.chat_requests()
     assert "tools" in requests[0] and "tools" in requests[1]
     assert "tools" not in requests[2]
@@ -104,7 +104,7 @@ async def test_memory_search_tool_reads_earlier_sessions(env: ModelServer) -> No
         Reply(tool_calls=[call("memory_search", {"query": "gym locker code"}, "m1")]), "It is 4711."
     )
     events = [e async for e in app.bot.turn("what was my locker code?")]
-    outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
+    outcome = next(e for e in events if isinstance(e, ToolFinished))
     assert outcome.ok and "4711" in outcome.content and "user:" in outcome.content
     await app.aclose()
 
@@ -123,7 +123,7 @@ async def test_an_in_process_mcp_server_in_the_loop(env: ModelServer) -> None:
     assert await manager.wait_ready(30)
     env.enqueue(Reply(tool_calls=[call("calc_add", {"a": 2, "b": 40}, "k1")]), "42 it is.")
     events = [e async for e in app.bot.turn("add 2 and 40")]
-    outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
+    outcome = next(e for e in events if isinstance(e, ToolFinished))
     assert outcome.ok and outcome.content.strip() == "42"
     assert env.chat_requests()[-1]["messages"][-1]["content"].strip() == "42"
     await manager.aclose()
@@ -197,7 +197,7 @@ async def test_a_crash_between_a_tool_call_and_its_result_does_not_wedge_the_ses
     app2 = await open_app()
     env.enqueue("Sorry, let me answer now.")
     events = [e async for e in app2.bot.turn("hello?")]
-    assert events[-1] == Done("Sorry, let me answer now.")
+    assert isinstance(events[-1], Done) and events[-1].text == "Sorry, let me answer now."
     sent = env.chat_requests()[-1]["messages"]
     tool = next(m for m in sent if m["role"] == "tool")
     assert tool["tool_call_id"] == "lost1" and "interrupted" in tool["content"]
@@ -228,9 +228,7 @@ async def test_disabled_tools_are_neither_offered_nor_callable(
     offered = [t["function"]["name"] for t in env.chat_requests()[0].get("tools", [])]
     assert "current_time" not in offered and "memory_search" in offered
     finished = [e for e in events if isinstance(e, ToolFinished)]
-    assert (
-        not finished[0].outcome.ok and "unknown tool 'current_time'" in finished[0].outcome.content
-    )
+    assert not finished[0].ok and "unknown tool 'current_time'" in finished[0].content
     await app.aclose()
 
 

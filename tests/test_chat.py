@@ -11,9 +11,9 @@ import pytest
 from helpers import asked, context_of, wait_until_async
 from model_server import ModelServer, Reply
 
-from seelen.agent.events import Done, Failed, TextDelta
 from seelen.app import App, build_app
 from seelen.config import load_settings
+from seelen.protocol.events import Done, Failed, TextDelta
 
 
 async def open_app() -> App:
@@ -107,7 +107,7 @@ async def test_rate_limit_is_retried_with_backoff(env: ModelServer) -> None:
     env.enqueue(Reply(status=429), "after the wait")
     app = await open_app()
     events = await collect(app.bot.turn("hello"))
-    assert events[-1] == Done("after the wait")
+    assert isinstance(events[-1], Done) and events[-1].text == "after the wait"
     assert len(env.chat_requests()) == 2
     await app.aclose()
 
@@ -118,7 +118,7 @@ async def test_the_client_waits_as_long_as_retry_after_asks(env: ModelServer) ->
     started = time.monotonic()
     events = await collect(app.bot.turn("hello"))
     waited = time.monotonic() - started
-    assert events[-1] == Done("after the pause")
+    assert isinstance(events[-1], Done) and events[-1].text == "after the pause"
     assert len(env.chat_requests()) == 2
     assert waited >= 0.6  # the client's own backoff alone would start at 0.5 s minus jitter
     await app.aclose()

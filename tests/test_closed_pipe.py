@@ -43,11 +43,12 @@ def test_a_reader_that_leaves_early_still_gets_the_reply_stored_whole(
         monkeypatch.setenv("SEELEN_OWNER", "true")
     code, err = ask_and_close_early("tell me many words")
     if through_owner:
+        from seelen.client import place
+        from seelen.client.connect import request
         from seelen.config import load_settings
-        from seelen.owner import wire
-        from seelen.owner.client import request
+        from seelen.protocol import calls
 
-        request(wire.socket_path(load_settings()), wire.Stop())
+        request(place.socket_path(load_settings()), calls.Stop())
     assert code == 0, err
     assert "Traceback" not in err and "error" not in err, err
     store = open_store(data_dir)
@@ -63,9 +64,10 @@ def test_a_reader_that_leaves_early_still_gets_the_reply_stored_whole(
 def test_a_client_killed_mid_answer_still_gets_the_reply_stored_whole(
     env: ModelServer, data_dir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from seelen.client import place
+    from seelen.client.connect import request
     from seelen.config import load_settings
-    from seelen.owner import wire
-    from seelen.owner.client import request
+    from seelen.protocol import calls
 
     env.responder = lambda body: Reply(text=REPLY, chunk_delay=0.002)
     monkeypatch.setenv("SEELEN_OWNER", "true")
@@ -92,7 +94,7 @@ def test_a_client_killed_mid_answer_still_gets_the_reply_stored_whole(
             store.close()
 
     wait_until(reply_stored, 60, "the owner never stored the reply of the killed client")
-    request(wire.socket_path(load_settings()), wire.Stop())
+    request(place.socket_path(load_settings()), calls.Stop())
     store = open_store(data_dir)
     try:
         session = store.active_session()

@@ -12,15 +12,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers import open_store, run_cli, run_seelen, wait_until
+from helpers import open_store, owner_serves, piped_chat, run_cli, run_seelen, wait_until
 from history_exports import chatgpt_export, claude_export, write_zip
 from model_server import ModelServer, Reply
 from typer.testing import CliRunner
 
 from seelen.cli.main import app
+from seelen.client import place
+from seelen.client.connect import request
 from seelen.config import load_settings
-from seelen.owner import wire
-from seelen.owner.client import request
+from seelen.protocol import calls
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -161,14 +162,14 @@ def test_llm_logs_import_from_where_llm_keeps_them(
     assert open_store(data_dir).count_turns() == 6
 
 
-def test_background_import_is_searchable_at_once_and_embedded_by_the_owner(
+def test_an_import_is_searchable_at_once_and_embedded_by_the_owner(
     env: ModelServer, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SEELEN_OWNER", "true")
     env.responder = lambda body: Reply(text="ok")
     export = write_zip(tmp_path / "export.zip", claude_export())
     try:
-        result = run_seelen("import", "--background", str(export))
+        result = run_seelen("import", str(export))
         assert result.returncode == 0, result.stderr
         assert "the background" in result.stderr
         store = open_store(data_dir)
@@ -180,7 +181,41 @@ def test_background_import_is_searchable_at_once_and_embedded_by_the_owner(
         found = {t["text"]: t for t in search("which bike do I ride")["turns"][:2]}
         assert "vector" in found["My bike is a green Gazelle."]["rankers"]
     finally:
-        request(wire.socket_path(load_settings()), wire.Stop())
+        request(place.socket_path(load_settings()), calls.Stop())
+
+
+def test_an_import_while_a_chat_is_open_goes_through_the_chat_and_its_recall_finds_it(
+    owner_env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    export = write_zip(tmp_path / "export.zip", claude_export())
+    chat = piped_chat()
+    try:
+        assert chat.stdin is not None
+        chat.stdin.write("hello from the chat\n")
+        chat.stdin.flush()
+        wait_until(lambda: owner_serves("chat", chat), 60, "the chat never served the profile")
+        result = run_seelen("import", str(export), timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert "waiting for" not in result.stderr
+        assert "Imported 5 turns" in result.stderr and "Keyword search finds them" in result.stderr
+        out, _err = chat.communicate("which bike do I ride?\n", timeout=60)
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+    assert chat.returncode == 0 and "answer to which bike do I ride?" in out
+    # The chat's own recall put the imported turn in its prompt for that question.
+    assert "My bike is a green Gazelle." in json.dumps(owner_env.chat_requests()[-1])
+
+
+def test_import_wait_returns_once_every_text_has_its_vector(
+    owner_env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    export = write_zip(tmp_path / "export.zip", claude_export())
+    result = run_seelen("import", "--wait", str(export), timeout=90)
+    assert result.returncode == 0, result.stderr
+    assert "Every imported text is embedded" in result.stderr
+    store = open_store(data_dir)
+    assert store.count_turns() == 5 and store.count_unindexed() == 0
 
 
 def test_summarize_says_what_it_costs_then_replaces_the_made_up_summaries(

@@ -12,13 +12,13 @@ from helpers import context_of, wait_until, wait_until_async
 from model_server import ModelServer
 from rich.console import Console
 
-from seelen.agent.events import KnowledgeUsed
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.knowledge import Knowledge, NoteFilter
 from seelen.knowledge.search import cut_around
 from seelen.knowledge.text import terms
 from seelen.memory.context import estimate_tokens
+from seelen.protocol.events import KnowledgeUsed
 
 # How long a change to the notes may take to reach the index: the watcher's settling time plus
 # one re-index, a fraction of a second, many times over on a loaded machine.
@@ -319,7 +319,7 @@ async def test_each_turn_brings_notes_into_the_prompt_and_follows_edits(
     env.enqueue("She maps the coast.", "She retired.")
     events = [e async for e in app.bot.turn("Tell me about Mirela Okafor")]
     used = next(e for e in events if isinstance(e, KnowledgeUsed))
-    assert "mirela-okafor.md" in files_of(used.passages)
+    assert any("mirela-okafor.md" in note for note in used.notes)
     system = context_of(env.chat_requests()[-1])
     assert "cartographer who maps the drowned coast" in system
     profile = notes / "characters" / "mirela-okafor.md"

@@ -16,14 +16,17 @@ ROOT = Path(seelen.__file__).parent
 LAYERS: list[set[str]] = [
     {"seelen.__main__", "seelen.cli"},
     {"seelen.chat", "seelen.mcp_server"},
-    {"seelen.owner.__main__", "seelen.owner.host", "seelen.owner.server", "seelen.owner.memory"},
-    {"seelen.runtime", "seelen.api"},
+    {"seelen.owner"},
+    {"seelen.api"},
+    {"seelen.service"},
+    {"seelen.runtime"},
     {"seelen.app"},
     {"seelen.agent"},
     {"seelen.knowledge"},
     {"seelen.tools", "seelen.memory"},
     {"seelen.models", "seelen.store", "seelen.vectors"},
-    {"seelen.owner.client", "seelen.owner.wire", "seelen.owner.procs", "seelen.owner"},
+    {"seelen.client"},
+    {"seelen.protocol"},
     {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen"},
 ]
 # Units of one layer that must not import each other: the bottom stores stay apart.
@@ -36,11 +39,9 @@ def module_name(path: Path) -> str:
 
 
 def unit(module: str) -> str:
-    """The layout unit a module belongs to: its top package, or its owner/ module."""
-    parts = module.split(".")
-    if len(parts) > 2 and parts[1] == "owner":
-        return ".".join(parts[:3])
-    return ".".join(parts[:2])
+    """The layout unit a module belongs to: its folder (each folder is one layer), or the
+    loose module itself."""
+    return ".".join(module.split(".")[:2])
 
 
 def imports(path: Path, *, typing_only: bool = True) -> set[str]:
@@ -112,3 +113,20 @@ def test_no_import_cycles_between_modules() -> None:
         if name not in state:
             cycle = visit(name, [])
             assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_no_cycle_between_folders() -> None:
+    """The folders (and loose modules) import each other one way only, at any depth."""
+    graph: dict[str, set[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        me = unit(module_name(path))
+        graph.setdefault(me, set()).update(unit(t) for t in imports(path) if unit(t) != me)
+
+    def reach(start: str, node: str, seen: set[str]) -> bool:
+        for nxt in graph.get(node, ()):
+            if nxt == start or (nxt not in seen and reach(start, nxt, seen | {nxt})):
+                return True
+        return False
+
+    assert [u for u in sorted(graph) if reach(u, u, {u})] == []
+

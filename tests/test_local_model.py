@@ -16,6 +16,7 @@ import openai
 import pytest
 from helpers import wait_until
 
+from seelen.client.procs import gone as process_gone
 from seelen.errors import ModelError
 from seelen.models.local import (
     LocalServer,
@@ -23,7 +24,6 @@ from seelen.models.local import (
     failure_reason,
     local_available,
 )
-from seelen.owner.procs import gone as process_gone
 
 MODEL = bundled_model_path()
 pytestmark = pytest.mark.skipif(

@@ -29,7 +29,7 @@ from seelen.tools.mcp import (
     McpManager,
     RemoteServer,
     StdioServer,
-    ToolProgress,
+    ToolProgressed,
     expand_vars,
     exposed_names,
     find_config,
@@ -507,7 +507,7 @@ def test_no_server_outlives_a_keyboard_interrupt() -> None:
         from seelen.tools.base import ToolRegistry
         from seelen.tools.mcp import McpManager
 
-        from seelen.owner.procs import children as child_processes
+        from seelen.client.procs import children as child_processes
 
         def children():
             return sorted(child_processes(os.getpid()))
@@ -688,7 +688,7 @@ def chatty_server() -> FastMCP:
 async def test_server_logs_go_to_its_file_never_to_the_terminal(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    progress: list[ToolProgress] = []
+    progress: list[ToolProgressed] = []
     registry = ToolRegistry()
     async with McpManager(
         {"mcpServers": {"chatty": chatty_server()}},

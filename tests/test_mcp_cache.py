@@ -15,12 +15,12 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
-from seelen.agent.events import ToolFinished
 from seelen.app import build_app
 from seelen.chat.repl import Repl
 from seelen.cli.answer import AnswerPrinter
 from seelen.cli.oneshot import answer_once
 from seelen.config import load_settings
+from seelen.protocol.events import ToolFinished
 from seelen.runtime import Runtime
 from seelen.tools.base import ToolRegistry
 from seelen.tools.mcp import McpManager
@@ -181,7 +181,7 @@ async def test_an_ask_in_this_process_waits_for_no_cached_server(
     app.start_mcp(lambda _: None)
     events = [e async for e in app.bot.turn("echo hi")]
     await app.aclose()
-    outcome = next(e.outcome for e in events if isinstance(e, ToolFinished))
+    outcome = next(e for e in events if isinstance(e, ToolFinished))
     assert outcome.ok and outcome.content == "hi" and starts(marker) == 2
 
 

@@ -20,7 +20,7 @@ from seelen.app import build_app
 from seelen.chat.render import EventPrinter
 from seelen.config import load_settings
 from seelen.tools.base import ToolRegistry
-from seelen.tools.mcp import McpManager, ToolProgress
+from seelen.tools.mcp import McpManager, ToolProgressed
 
 EVERYTHING = Path(sys.prefix) / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
 PATIENT = 30.0  # node starts slowly on a busy machine
@@ -37,7 +37,7 @@ def everything() -> dict:
 async def test_logs_stay_in_the_log_file_task_only_tools_are_hidden_resources_read(
     everything: dict, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    progress: list[ToolProgress] = []
+    progress: list[ToolProgressed] = []
     registry = ToolRegistry()
     config = {"mcpServers": {"everything": everything}}
     logs = tmp_path / "logs"

@@ -16,12 +16,13 @@ import pytest
 from model_server import ModelServer, Reply
 from rich.console import Console
 
-from seelen.agent.events import Notice
 from seelen.app import App, build_app
 from seelen.chat.render import EventPrinter
+from seelen.client import place
+from seelen.client.connect import request
 from seelen.config import load_settings
-from seelen.owner import wire
-from seelen.owner.client import request
+from seelen.protocol import calls
+from seelen.protocol.events import Notice
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 TINY = {"command": "python", "args": [str(SERVERS / "tiny_server.py")]}
@@ -143,7 +144,7 @@ def test_ask_on_a_terminal_shows_progress_through_the_warm_owner(
         reader.join(10)
     finally:
         os.close(main)
-        request(wire.socket_path(load_settings()), wire.Stop())
+        request(place.socket_path(load_settings()), calls.Stop())
     stderr = b"".join(terminal).decode()
     assert proc.returncode == 0, stderr
     assert out == "Finished.\n"

@@ -36,8 +36,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 from model_server import ModelServer
 
+from seelen.client.connect import owner_status
 from seelen.config import load_settings
-from seelen.owner.client import owner_status
 
 SEELEN = str(Path(sys.executable).with_name("seelen"))
 # An SSE read may wait for a fresh owner to open the profile (httpx waits 5 s by default).
@@ -339,3 +339,101 @@ async def test_the_owner_killed_in_the_middle_of_a_call_is_replaced_unseen(
     texts = [t.text for s in store.list_sessions() for t in store.turns(s.session_id)]
     assert texts.count("kill me while I embed") == 1  # the retried call stored it once
     assert re.fullmatch(r"[0-9a-f]{32}", kept["text_id"])
+
+
+def _fill_with_summaries(data_dir: Path) -> None:
+    """Three archived days, each with a long summary, one of them about the question, all
+    embedded (as the profile's writer, before any owner runs)."""
+    (data_dir / "default").mkdir(parents=True, exist_ok=True)
+    store = open_store(data_dir)
+    days = [
+        ("I keep bees on the roof; the hive is called Queen Maud.", "beekeeping"),
+        ("My neighbour plays the cello every evening.", "music"),
+        ("We drove to the coast and ate mussels.", "travel"),
+    ]
+    for n, (fact, topic) in enumerate(days):
+        start = 1_700_000_000_000 + n * 86_400_000
+        sid = store.create_session("archived", start_ms=start).session_id
+        store.add_turns(
+            sid, [("user", fact, None, start), ("assistant", "Noted.", None, start + 1)]
+        )
+        long = f"A long conversation about {topic}. " + "It went on and on. " * 60
+        store.add_summary(sid, long, start, start + 1)
+    store.close()
+    assert run_cli("memory", "reindex").returncode == 0
+
+
+async def test_search_memory_returns_at_most_limit_items_best_first_and_the_chats_prompt(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    await asyncio.to_thread(_fill_with_summaries, data_dir)
+    cli = await _search_json("what is my beehive called")
+    async with stdio_session() as session:
+        two = await session.call_tool(
+            "search_memory", {"query": "what is my beehive called", "limit": 2}
+        )
+        assert not two.is_error
+        data = two.structured_content
+        assert len(data["turns"]) + len(data["summaries"]) <= 2
+        first_line = two.content[0].text.splitlines()[0]
+        assert "Queen Maud" in first_line  # the text leads with what matches best
+        assert sum(len(line) for line in two.content[0].text.splitlines()) < 1_200
+        ten = await call(session, "search_memory", query="what is my beehive called", limit=10)
+    # The same `in_prompt` as `seelen memory search --json` (the chat's budget) for each.
+    cli_marks = {i["text_id"]: i["in_prompt"] for i in [*cli["turns"], *cli["summaries"]]}
+    for item in [*ten["turns"], *ten["summaries"]]:
+        assert item["in_prompt"] == cli_marks[item["text_id"]], item["text"][:40]
+    assert any(s["in_prompt"] for s in ten["summaries"])  # summaries reach the prompt too
+
+
+async def test_clients_see_what_each_tool_may_do_and_unknown_prompts_are_bad_params(
+    owner_env: ModelServer,
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async with stdio_session() as session:
+        tools = {t.name: t.annotations for t in (await session.list_tools()).tools}
+        assert tools["search_memory"].read_only_hint and tools["search_memory"].idempotent_hint
+        assert tools["get_profile"].read_only_hint and tools["recent_sessions"].read_only_hint
+        assert tools["forget"].destructive_hint and not tools["forget"].read_only_hint
+        assert not tools["remember"].read_only_hint and not tools["remember"].destructive_hint
+        with pytest.raises(MCPError) as raised:
+            await session.get_prompt("no_such_prompt")
+        assert raised.value.code == -32602
+        assert "seelen_memory" in raised.value.message
+
+
+async def test_a_client_without_seelen_data_dir_is_told_which_memory_it_gets(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    process = await asyncio.to_thread(
+        subprocess.run, [SEELEN, "mcp"], stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    lines = [line for line in process.stderr.splitlines() if str(data_dir) in line]
+    assert len(lines) == 1 and "new and empty" in lines[0]
+    async with stdio_session() as session:
+        info = await session.call_tool("get_profile", {})
+        assert not info.is_error
+        said = info.content[0].text
+        assert str(data_dir) in said and "new and empty" in said
+        assert info.structured_content["data_dir"] == str(data_dir)
+        assert info.structured_content["name"] == "default"
+    # Once it holds something, it says how much instead.
+    assert run_seelen("ask", "My cat is called Miso.").returncode == 0
+    async with stdio_session() as session:
+        said = (await session.call_tool("get_profile", {})).content[0].text
+        assert "new and empty" not in said and "2 turns" in said
+
+
+async def test_the_server_instructions_name_the_memory_served(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    params = StdioServerParameters(command=SEELEN, args=["mcp"], env=dict(os.environ))
+    with open(os.devnull, "w") as quiet:
+        async with (
+            stdio_client(params, errlog=quiet) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            started = await session.initialize()
+    assert f"profile 'default' in {data_dir}" in (started.instructions or "")
+    assert "new and empty" in (started.instructions or "")

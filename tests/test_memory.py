@@ -12,13 +12,13 @@ from helpers import context_of, wait_until_async
 from model_server import ModelServer, Reply
 from rich.console import Console
 
-from seelen.agent.events import Done
 from seelen.app import App, build_app
 from seelen.chat.render import render_why
 from seelen.config import load_settings
 from seelen.errors import ModelError
 from seelen.memory.persona import PERSONA, PROFILE
 from seelen.memory.prompts import QUOTE_CLOSE, QUOTE_OPEN
+from seelen.protocol.events import Done
 from seelen.store import ARCHIVED
 
 

@@ -116,24 +116,36 @@ def test_stored_text_is_shown_as_data_not_markup_or_terminal_commands(
 
 def test_search_lists_turns_in_ranked_order_before_summaries(env: ModelServer) -> None:
     import io
-    from types import SimpleNamespace
 
     from rich.console import Console
 
     from seelen.chat.render import render_hits
-    from seelen.memory.clock import Clock
-    from seelen.memory.recall import RecalledItem, RecallResult
+    from seelen.protocol.results import MemoryItem, SearchResult
 
-    def item(kind: str, text: str, score: float) -> RecalledItem:
-        return RecalledItem(f"id-{text}", "s" * 12, kind, text, "user", 0, 0, score)
+    def item(kind: str, text: str, score: float, rank: int) -> MemoryItem:
+        return MemoryItem(
+            rank=rank,
+            text_id=f"id-{text}",
+            session_id="s" * 12,
+            kind=kind,
+            time="1970-01-01T00:00:00.000+00:00",
+            end="1970-01-01T00:00:00.000+00:00" if kind == "summary" else None,
+            role=None if kind == "summary" else "user",
+            text=text,
+            score=score,
+            rankers={"bm25": rank},
+            in_prompt=True,
+        )
 
-    result = RecallResult(
-        "peanut allergy",
-        [item("summary", "a session about food", 0.02)],
-        [item("turn", "I am allergic to peanuts", 0.03), item("turn", "peanut butter", 0.01)],
-        0.01,
+    result = SearchResult(
+        query="peanut allergy",
+        summaries=[item("summary", "a session about food", 0.02, 1)],
+        turns=[
+            item("turn", "I am allergic to peanuts", 0.03, 1),
+            item("turn", "peanut butter", 0.01, 2),
+        ],
     )
     out = io.StringIO()
-    render_hits(Console(file=out, width=200), SimpleNamespace(clock=Clock("UTC")), result)
+    render_hits(Console(file=out, width=200), result)
     text = out.getvalue()
     assert text.index("allergic") < text.index("peanut butter") < text.index("about food")

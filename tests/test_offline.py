@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from helpers import alive, wait_gone
 
-from seelen.agent.events import Done, Event, TextDelta, TurnUsage
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.errors import ConfigError
@@ -25,6 +24,7 @@ from seelen.models.provider import (
     reply_cap,
     rewrites_files,
 )
+from seelen.protocol.events import Done, Event, TextDelta, TurnUsage
 from seelen.store import now_ms
 
 

@@ -22,9 +22,9 @@ from helpers import run_cli, wait_until
 
 from seelen.api import Memory
 from seelen.app import NotWriter, build_app
+from seelen.client.procs import children
 from seelen.config import Settings, load_settings
 from seelen.errors import ConfigError, SeelenError
-from seelen.owner.procs import children
 from seelen.runtime import ProfileBusy, ProfileLock, Runtime
 from seelen.vectors import VectorRow
 

@@ -152,7 +152,7 @@ def test_search_json_lists_the_context_turns_chat_puts_in_the_prompt(tmp_path: P
         found = memory.recall("which cheese do you like best")
         by_id = {t["text_id"]: t for t in found["turns"]}
         assert set(by_id) == {asked.text_id, answer.text_id}
-        assert by_id[asked.text_id]["rank"] == 1 and "context_for" not in by_id[asked.text_id]
+        assert by_id[asked.text_id]["rank"] == 1 and by_id[asked.text_id]["context_for"] is None
         assert by_id[answer.text_id]["context_for"] == asked.text_id
         assert all(t["in_prompt"] and t["passage"] == 1 for t in found["turns"])
         lines = [f"- [00:00] {t['role']}: {t['text']}" for t in found["turns"]]

@@ -25,12 +25,12 @@ from helpers import (
 from model_server import ModelServer, Reply
 
 import seelen
+from seelen.client.connect import owner_status
 from seelen.config import load_settings
-from seelen.owner import wire
-from seelen.owner.client import owner_status
+from seelen.protocol import calls
 
 
-def _status() -> wire.StatusReply:
+def _status() -> calls.OwnerStatus:
     status = owner_status(load_settings())
     assert status is not None, "no owner is running"
     return status

@@ -208,20 +208,20 @@ async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelSe
 
 
 async def test_a_terminal_shows_thinking_until_the_first_word() -> None:
-    from seelen.agent.events import Done, Notice, TextDelta
     from seelen.chat.render import EventPrinter
+    from seelen.protocol.events import Done, Notice, TextDelta
 
     seen_before_words: list[str] = []
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=60)
 
     async def events():
-        yield Notice("recalled nothing")
+        yield Notice(message="recalled nothing")
         # The model has not answered yet: the live region (redrawn 12 times a second) says so.
         await wait_until_async(lambda: "thinking…" in out.getvalue(), 10, "no 'thinking…'")
         seen_before_words.append(out.getvalue())
-        yield TextDelta("Hello **there**")
-        yield Done("Hello **there**")
+        yield TextDelta(text="Hello **there**")
+        yield Done(text="Hello **there**")
 
     await EventPrinter(console).render(events())
     assert "thinking…" in seen_before_words[0]

@@ -10,9 +10,9 @@ from helpers import open_store, run_cli
 from model_server import ModelServer
 from rich.console import Console
 
-from seelen.agent.events import Recalled
 from seelen.chat.render import EventPrinter
-from seelen.memory.recalled import Passage, RecalledItem, RecallResult
+from seelen.memory.recalled import RecalledItem
+from seelen.protocol.events import Recalled
 
 
 def test_editing_an_empty_profile_says_no_earlier_version_was_kept(data_dir: Path) -> None:
@@ -33,12 +33,9 @@ def item(kind: str, sources: dict[str, int]) -> RecalledItem:
 def test_counts_read_as_words() -> None:
     out = io.StringIO()
     printer = EventPrinter(Console(file=out, width=100))
-    turn = item("turn", {"vector": 2})
 
     def recalled(summaries: int, turns: int) -> Recalled:
-        shown = Passage("s1", (turn,) * turns, (False,) * turns, 10)
-        summary = [item("summary", {"bm25": 1})] * summaries
-        return Recalled(RecallResult("dog", summary, [turn] * turns, 0.01, passages=[shown]))
+        return Recalled(sessions=summaries, messages=turns, tokens=10 * turns)
 
     printer._other(recalled(1, 1))
     assert "recalled 1 past session and 1 past message (/why)" in out.getvalue()

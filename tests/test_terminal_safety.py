@@ -31,13 +31,13 @@ def test_a_piped_chat_and_ask_show_a_reply_s_control_characters(env: ModelServer
 
 
 async def test_a_reply_rendered_live_in_a_terminal_is_harmless(env: ModelServer) -> None:
-    from seelen.agent.events import Done, TextDelta
     from seelen.chat.render import EventPrinter
+    from seelen.protocol.events import Done, TextDelta
 
     async def events():
-        yield TextDelta(HOSTILE[:9])
-        yield TextDelta(HOSTILE[9:])
-        yield Done(HOSTILE)
+        yield TextDelta(text=HOSTILE[:9])
+        yield TextDelta(text=HOSTILE[9:])
+        yield Done(text=HOSTILE)
 
     out = io.StringIO()
     await EventPrinter(Console(file=out, force_terminal=True, width=100)).render(events())

@@ -9,13 +9,13 @@ import pytest
 from model_server import ModelServer, Reply
 from test_memory import open_app, role_of, say, scripted
 
-from seelen.agent.events import Notice
 from seelen.app import build_app
 from seelen.config import load_settings
 from seelen.errors import ModelError
 from seelen.memory.persona import PERSONA, PROFILE
 from seelen.memory.prompts import QUOTE_CLOSE, QUOTE_OPEN, strip_quotes
 from seelen.memory.vetting import vet
+from seelen.protocol.events import Notice
 from seelen.store import ARCHIVED
 
 

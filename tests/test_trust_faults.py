@@ -27,7 +27,7 @@ from seelen.config import load_settings
 async def test_a_broken_stream_is_kept_as_interrupted_and_retried(
     env: ModelServer, fault: Reply, words: str
 ) -> None:
-    from seelen.agent.events import Done, Failed
+    from seelen.protocol.events import Done, Failed
 
     app = await open_app()
     env.enqueue(fault)
@@ -114,7 +114,7 @@ async def test_profile_files_are_private_whatever_the_umask(
 async def test_an_error_that_echoes_the_api_key_is_redacted(
     env: ModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from seelen.agent.events import Failed
+    from seelen.protocol.events import Failed
 
     key = "custom-key-4f9a7c21"  # not shaped like sk-…, so only knowing the key can hide it
     monkeypatch.setenv("OPENAI_API_KEY", key)
@@ -191,8 +191,8 @@ def test_invalid_utf8_in_an_argument_is_one_clear_line(data_dir: Path) -> None:
 
 
 async def test_deeply_nested_tool_arguments_never_break_a_turn(env: ModelServer) -> None:
-    from seelen.agent.events import Done, ToolFinished, ToolStarted
-    from seelen.agent.turn import outcome_preview
+    from seelen.chat.render import outcome_preview
+    from seelen.protocol.events import Done, ToolFinished, ToolStarted
 
     nested = "[" * 100_000 + "]" * 100_000
     assert outcome_preview(nested).startswith("[[[")
@@ -200,7 +200,7 @@ async def test_deeply_nested_tool_arguments_never_break_a_turn(env: ModelServer)
     env.enqueue(Reply(tool_calls=[{"name": "current_time", "arguments": nested}]), "done")
     events = [e async for e in app.bot.turn("what time is it?")]
     assert any(isinstance(e, ToolStarted) for e in events)
-    finished = [e.outcome for e in events if isinstance(e, ToolFinished)]
+    finished = [e for e in events if isinstance(e, ToolFinished)]
     assert finished and not finished[0].ok and "nested too deeply" in finished[0].content
     assert [e.text for e in events if isinstance(e, Done)] == ["done"]
     await app.aclose()

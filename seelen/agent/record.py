@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from seelen.agent.events import TurnUsage
 from seelen.memory.sessions import Sessions
+from seelen.protocol.events import TurnUsage
 from seelen.store import Turn, now_ms
 
 
@@ -23,11 +23,11 @@ class Tally:
 
     def usage(self) -> TurnUsage:
         return TurnUsage(
-            self.prompt_tokens,
-            self.completion_tokens,
-            self.tool_calls,
-            round(time.monotonic() - self.started, 3),
-            self.cached_tokens,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            tool_calls=self.tool_calls,
+            seconds=round(time.monotonic() - self.started, 3),
+            cached_tokens=self.cached_tokens,
         )
 
 

@@ -12,21 +12,6 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from seelen.agent.events import (
-    Done,
-    Event,
-    Failed,
-    KnowledgeUsed,
-    Notice,
-    Recalled,
-    Saved,
-    TextDelta,
-    ToolFinished,
-    ToolProgressed,
-    ToolStarted,
-    TurnUsage,
-    outcome_preview,
-)
 from seelen.agent.oversize import clipped_question, oversized_files
 from seelen.agent.record import Tally, TurnLog
 from seelen.agent.warmup import PromptWarmer
@@ -44,29 +29,26 @@ from seelen.memory.persona import PersonaFiles
 from seelen.memory.prompts import DatedText
 from seelen.memory.sessions import Sessions
 from seelen.models.chat import ChatModel, Completion, TextChunk
+from seelen.protocol.events import (
+    Done,
+    Event,
+    Failed,
+    KnowledgeUsed,
+    Notice,
+    Recalled,
+    Saved,
+    TextDelta,
+    ToolFinished,
+    ToolProgressed,
+    ToolStarted,
+)
 from seelen.store import Turn
 
-__all__ = [
-    "ChatBot",
-    "Done",
-    "Event",
-    "Failed",
-    "KnowledgeUsed",
-    "Notice",
-    "Recalled",
-    "TextDelta",
-    "ToolFinished",
-    "ToolProgressed",
-    "ToolStarted",
-    "TurnUsage",
-    "outcome_preview",
-]
-
 if TYPE_CHECKING:
-    from seelen.knowledge import Knowledge, Passage
+    from seelen.knowledge import Knowledge
     from seelen.memory.recall import Recall, RecallResult
+    from seelen.protocol.results import NotePassage
     from seelen.tools.base import ToolOutcome, ToolRegistry
-    from seelen.tools.mcp_content import ToolProgress
 
 
 NO_VISION = (
@@ -110,7 +92,7 @@ class ChatBot:
         self.log_prompt = log_prompt
         self.last_recall: RecallResult | None = None
         self.knowledge = knowledge
-        self.last_passages: Sequence[Passage] = ()
+        self.last_passages: Sequence[NotePassage] = ()
         # Whether tools' images go to the model: "true", "false", or "auto" (until the
         # endpoint refuses a request with images; then "false" for the rest of the run).
         self.vision = vision
@@ -121,10 +103,10 @@ class ChatBot:
         self.warmer = PromptWarmer(model, self._prefix) if prefill else None
         self.context_apart = context_apart  # the context block as a message of its own
 
-    def tool_progress(self, progress: ToolProgress) -> None:
+    def tool_progress(self, progress: ToolProgressed) -> None:
         """A running tool's progress notification: shown as an event of the current turn."""
         if self._tool_events is not None:
-            self._tool_events.put_nowait(ToolProgressed(progress))
+            self._tool_events.put_nowait(progress)
 
     async def turn(
         self, text: str, *, ephemeral: bool = False, unsaved: list[Turn] | None = None
@@ -146,7 +128,7 @@ class ChatBot:
             # Indexing waits for the reply (`_save_reply` wakes it): embedding this turn now
             # would compete with recall for the same two cores, right when the user waits.
             question = await asyncio.to_thread(self.sessions.add_turn, "user", text)
-            yield Saved(question.text_id)
+            yield Saved(text_id=question.text_id)
             log, context = TurnLog(self.sessions, keep=True), None
         async for event in self._respond(question, log, context):
             yield event
@@ -170,7 +152,7 @@ class ChatBot:
         """Answer the last unanswered user turn again, without saving it twice."""
         question = await asyncio.to_thread(self.unanswered)
         if question is None:
-            yield Notice("nothing to retry: the last message has an answer")
+            yield Notice(message="nothing to retry: the last message has an answer")
             return
         async for event in self._respond(question, TurnLog(self.sessions, keep=True), None):
             yield event
@@ -185,16 +167,20 @@ class ChatBot:
         if log.keep:
             try:
                 if await self.sessions.maybe_fold():
-                    yield Notice("folded the oldest turns into this session's summary")
+                    yield Notice(message="folded the oldest turns into this session's summary")
             except ModelError as exc:
-                yield Notice(f"could not fold old turns yet ({exc}); keeping them live")
+                yield Notice(message=f"could not fold old turns yet ({exc}); keeping them live")
         for notice in oversized_files(self.files, self.context_tokens, self._told_too_large):
-            yield Notice(notice)
+            yield Notice(message=notice)
         recalled = await self._recall(question.text)
         if recalled is not None:
             if recalled.notice:  # e.g. the vector index is damaged: keywords only
-                yield Notice(recalled.notice)
-            yield Recalled(recalled)
+                yield Notice(message=recalled.notice)
+            yield Recalled(
+                sessions=len(recalled.summaries),
+                messages=len(recalled.prompt_turns()),
+                tokens=recalled.tokens,
+            )
         await self._consult_notes(question.text)
         rounds = 0
         while True:
@@ -207,7 +193,7 @@ class ChatBot:
                 self._messages, recalled, [*live, *log.turns], images
             )
             if rounds == 0 and (clipped := clipped_question(question.text, messages)):
-                yield Notice(clipped)
+                yield Notice(message=clipped)
             if self.log_prompt:
                 self.log_prompt(messages)
             completion: Completion | None = None
@@ -216,16 +202,16 @@ class ChatBot:
                 async for item in self.model.stream(messages, offer):
                     if isinstance(item, TextChunk):
                         shown.append(item.text)
-                        yield TextDelta(item.text)
+                        yield TextDelta(text=item.text)
                     else:
                         completion = item
             except ModelError as exc:
                 if self._refused_images(exc, images, shown):
-                    yield Notice(NO_VISION)
+                    yield Notice(message=NO_VISION)
                     continue  # the same round again, with the images described in text
                 if shown:
                     self._save_reply(log, "".join(shown), tally, interrupted=True)
-                yield Failed(str(exc))
+                yield Failed(message=str(exc), saved=log.keep)
                 return
             except (asyncio.CancelledError, GeneratorExit):
                 # Ctrl-C (cancelled), or the caller stopped reading (closed): keep what was
@@ -245,9 +231,9 @@ class ChatBot:
                 continue
             self._save_reply(log, completion.text, tally)
             if self.last_passages:
-                yield KnowledgeUsed(self.last_passages)
+                yield KnowledgeUsed(notes=[p.label() for p in self.last_passages])
             yield tally.usage()
-            yield Done(completion.text)
+            yield Done(text=completion.text, session_id=question.session_id if log.keep else None)
             return
 
     async def _recall(self, query: str) -> RecallResult | None:
@@ -350,12 +336,15 @@ class ChatBot:
         }
         await asyncio.to_thread(log.add, "assistant", completion.text, meta)
         for call in calls:
-            yield ToolStarted(call.id, call.name, call.arguments)
+            yield ToolStarted(call_id=call.id, name=call.name, arguments=call.arguments)
         events: asyncio.Queue[Event] = asyncio.Queue()
         self._tool_events = events  # progress notifications join the outcomes here
 
-        def done(outcome: ToolOutcome) -> None:
-            events.put_nowait(ToolFinished(outcome))
+        def done(o: ToolOutcome) -> None:
+            finished = ToolFinished(
+                call_id=o.call_id, name=o.name, ok=o.ok, seconds=o.seconds, content=o.content
+            )
+            events.put_nowait(finished)
 
         task = asyncio.create_task(self.tools.run_all(calls, on_done=done))
         try:

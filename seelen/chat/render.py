@@ -8,6 +8,7 @@ markup string), so neither can take effect.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,9 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from seelen.agent.events import (
+from seelen.chat.visible import counted, visible
+from seelen.memory.context import one_line
+from seelen.protocol.events import (
     Done,
     Event,
     Failed,
@@ -31,14 +34,25 @@ from seelen.agent.events import (
     ToolStarted,
     TurnUsage,
 )
-from seelen.agent.turn import outcome_preview
-from seelen.chat.visible import counted, visible
-from seelen.memory.context import one_line
+from seelen.protocol.results import SearchResult
+from seelen.protocol.text import when
 
 if TYPE_CHECKING:
     from seelen.app import App
     from seelen.memory.recall import RecalledItem, RecallResult
     from seelen.store import Session
+
+
+def outcome_preview(text: str, limit: int = 80) -> str:
+    """A one-line preview of a tool's arguments or result."""
+    line = " ".join(text.split())
+    try:
+        parsed = json.loads(text)
+        if isinstance(parsed, dict):
+            line = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
+    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
+        pass
+    return one_line(line, limit)
 
 
 def shown(text: str) -> str:
@@ -52,10 +66,11 @@ def shown(text: str) -> str:
 # --- memory as tables and lists --------------------------------------------------------
 
 
-def render_hits(console: Console, app: App, result: RecallResult) -> None:
-    """A table of recalled turns in the order they were ranked (with the score they were
-    ranked by), then the matching sessions' summaries, each with date and session."""
-    if not result.summaries and not result.turns:
+def render_hits(console: Console, result: SearchResult) -> None:
+    """A table of the ranked turns (with the score they were ranked by), then the matching
+    sessions' summaries, each with date and session."""
+    ranked = [i for i in result.turns if i.rank is not None]
+    if not result.summaries and not ranked:
         console.print("[dim]Nothing found.[/dim]")
         return
     table = Table(show_lines=False, expand=True)
@@ -74,23 +89,22 @@ def render_hits(console: Console, app: App, result: RecallResult) -> None:
             ratio=6 if col == "text" else None,
             no_wrap=col != "text",
         )
-    for rank, item in enumerate([*result.turns, *result.summaries], start=1):
-        when = app.clock.fmt(item.start_ms)
+    for number, item in enumerate([*ranked, *result.summaries], start=1):
         label = "summary" if item.kind == "summary" else item.role
         table.add_row(
-            str(rank),
-            f"{item.score:.4f}",
-            when,
+            str(number),
+            f"{item.score or 0.0:.4f}",
+            when(item.time),
             item.session_id[:8],
             item.text_id[:12],
-            f"[bold]{label}[/bold] [dim]({found_by(item.sources)})[/dim]: "
+            f"[bold]{label}[/bold] [dim]({found_by(item.rankers)})[/dim]: "
             f"{shown(one_line(item.text))}",
         )
     console.print(table)
     console.print(
         f"[dim]{counted(len(result.summaries), 'summary', 'summaries')}, "
-        f"{counted(len(result.turns), 'turn')}, "
-        f"{result.seconds * 1000:.0f} ms ({result.mode}); (words): it holds the query's "
+        f"{counted(len(ranked), 'turn')}, "
+        f"{result.ms:.0f} ms ({result.mode}); (words): it holds the query's "
         "words, (meaning): close in meaning, maybe with none of them[/dim]"
     )
 
@@ -218,7 +232,7 @@ class EventPrinter:
                     continue
                 if isinstance(event, ToolProgressed):  # a terminal shows it in the live region
                     if live is not None:
-                        live.update(_working(visible(event.progress.line())), refresh=True)
+                        live.update(_working(visible(event.line())), refresh=True)
                     continue
                 if text and not isinstance(event, (TurnUsage, Done)):
                     text = self._flush(text, live)
@@ -254,11 +268,10 @@ class EventPrinter:
     def _other(self, event: Event) -> None:
         out = self.console
         if isinstance(event, Recalled):
-            r = event.result
-            if r.summaries or r.passages:
+            if event.sessions or event.messages:
                 out.print(
-                    f"[dim]recalled {counted(len(r.summaries), 'past session')} and "
-                    f"{counted(len(r.prompt_turns()), 'past message')} (/why)[/dim]"
+                    f"[dim]recalled {counted(event.sessions, 'past session')} and "
+                    f"{counted(event.messages, 'past message')} (/why)[/dim]"
                 )
         elif isinstance(event, ToolStarted):
             out.print(
@@ -266,16 +279,13 @@ class EventPrinter:
                 f"[dim]({shown(outcome_preview(event.arguments, 60))})[/dim]"
             )
         elif isinstance(event, ToolFinished):
-            o = event.outcome
-            mark = "[green]✓[/green]" if o.ok else "[red]✗[/red]"
+            mark = "[green]✓[/green]" if event.ok else "[red]✗[/red]"
             out.print(
-                f"  {mark} [dim]{shown(o.name)} {o.seconds:.2f}s: "
-                f"{shown(outcome_preview(o.content, 100))}[/dim]"
+                f"  {mark} [dim]{shown(event.name)} {event.seconds:.2f}s: "
+                f"{shown(outcome_preview(event.content, 100))}[/dim]"
             )
         elif isinstance(event, KnowledgeUsed):
-            from seelen.knowledge import used_line
-
-            out.print(Text(visible(used_line(event.passages)), style="dim"))
+            out.print(Text(visible(event.line()), style="dim"))
         elif isinstance(event, Notice):
             out.print(f"[yellow]{shown(event.message)}[/yellow]")
         elif isinstance(event, Failed):

@@ -32,11 +32,12 @@ if TYPE_CHECKING:
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
-    from seelen.agent.events import Event
     from seelen.app import App
     from seelen.chat.render import EventPrinter
     from seelen.memory.sessions import ArchiveResult
+    from seelen.protocol.events import Event
     from seelen.runtime import Runtime
+    from seelen.service import ProfileService
     from seelen.store import Session
 
 
@@ -82,6 +83,7 @@ class Repl:
         errors: Console | None = None,
     ) -> None:
         self._app: App | None = None
+        self._service: ProfileService | None = None
         if settings is None:
             assert app is not None, "a Repl needs an app or settings"
             settings = app.settings
@@ -113,10 +115,18 @@ class Repl:
         assert self._app is not None, "the profile is still opening"
         return self._app
 
+    @property
+    def service(self) -> ProfileService:
+        """The opened profile's interface (its turns take this chat's `turn_lock`)."""
+        assert self._service is not None, "the profile is still opening"
+        return self._service
+
     def _attach(self, app: App) -> None:
         from seelen.chat.render import EventPrinter
+        from seelen.service import ProfileService
 
         self._app = app
+        self._service = ProfileService(app, turn_lock=self.turn_lock)
         self.printer = EventPrinter(self.console, show_usage=app.settings.debug_mode)
 
     # --- entry points --------------------------------------------------------------------
@@ -187,9 +197,7 @@ class Repl:
             runtime.app.recall.wait_for_warm = False
         from seelen.owner.host import serve_chat
 
-        await stack.enter_async_context(
-            serve_chat(runtime.app, self.turn_lock, self.note_remote_answer)
-        )
+        await stack.enter_async_context(serve_chat(self.service, self.note_remote_answer))
         self.show_start(runtime.restored)
         self.start_mcp(warm=True)  # a terminal: servers start while the user types
         runtime.app.bot.keep_prompt_warm()  # and a local model reads the prompt's beginning
@@ -346,9 +354,9 @@ class Repl:
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
         try:
             if self.incognito is not None:  # nothing of it is stored, not even a session
-                events = self.app.bot.turn(text, ephemeral=True, unsaved=self.incognito)
+                events = self.service.ask(text, ephemeral=True, unsaved=self.incognito)
             else:
-                events = self.app.bot.turn(text)
+                events = self.service.ask(text)
             await self.stream(events)
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
             self._error(exc)

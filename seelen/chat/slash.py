@@ -108,7 +108,7 @@ async def _exit(repl: Repl, arg: str) -> bool:
 
 @command("/retry", help="answer your last message again (after an error)")
 async def _retry(repl: Repl, arg: str) -> bool:
-    await repl.stream(repl.app.bot.retry())
+    await repl.stream(repl.service.retry())
     return True
 
 
@@ -119,13 +119,11 @@ async def _memory(repl: Repl, arg: str) -> bool:
     if not arg:
         repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
         return True
-    recall = repl.app.recall
-    if recall is None:
-        repl.console.print("[yellow]Recall is not available.[/yellow]")
-        return True
+    from seelen.protocol.calls import Search
+
     await asyncio.to_thread(repl.app.index_pending)  # the newest turns are found too
-    result = await asyncio.to_thread(recall.search, arg, None, conv_num=10)
-    render_hits(repl.console, repl.app, result)
+    result = await asyncio.to_thread(repl.service.search, Search(query=arg, limit=10))
+    render_hits(repl.console, result)
     return True
 
 
@@ -133,7 +131,7 @@ async def _memory(repl: Repl, arg: str) -> bool:
 async def _why(repl: Repl, arg: str) -> bool:
     from seelen.chat.render import render_why
 
-    render_why(repl.console, repl.app, repl.app.bot.last_recall)
+    render_why(repl.console, repl.app, repl.service.last_recall)
     return True
 
 

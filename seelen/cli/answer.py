@@ -1,6 +1,6 @@
 """How `seelen ask` prints an answer: streamed plain text, Markdown, or one JSON object.
 
-Works on the typed wire messages (`seelen.owner.wire`), whether they come from the warm owner
+Works on the turn's events (`seelen.protocol.events`), whether they come from the warm owner
 or from an answer computed in this process, so both paths print exactly the same thing.
 """
 
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 
 from seelen.chat.visible import visible
-from seelen.owner import wire
+from seelen.protocol import codec, events, to_json
 
 
 class AnswerPrinter:
@@ -31,6 +31,8 @@ class AnswerPrinter:
         self._terminal = not as_json and sys.stderr.isatty()
         self._thinking = False
         self.reader_gone = False  # stdout's reader stopped reading (`seelen ask … | head`)
+        self.usage: events.TurnUsage | None = None
+        self.tools: list[events.ToolFinished] = []
 
     def begin(self) -> None:
         """Show that the question is on its way (on stderr, in a terminal only)."""
@@ -51,30 +53,34 @@ class AnswerPrinter:
             sys.stderr.flush()
             self._thinking = False
 
-    def on_message(self, message: wire.Answer) -> None:
-        """One message before the final one: a piece of the reply, a notice, a tool's progress."""
-        if isinstance(message, wire.Progress):  # replaces the status line; never in a pipe
-            self._status(message.text)
+    def on_event(self, event: codec.Frame) -> None:
+        """One event before the last: a piece of the reply, a notice, a tool's progress."""
+        if isinstance(event, events.ToolProgressed):  # replaces the status line; never in a pipe
+            self._status(event.line())
             return
-        if isinstance(message, wire.ToolRan):  # a tool finished: the model is at work again
+        if isinstance(event, events.ToolFinished):  # a tool finished: the model is at work again
+            self.tools.append(event)
             if self._thinking:
                 self._status("thinking…")
             return
-        if isinstance(message, wire.Saved):
+        if isinstance(event, events.TurnUsage):
+            self.usage = event
             return
+        if not isinstance(event, (events.TextDelta, events.Notice, events.KnowledgeUsed)):
+            return  # Saved, Recalled, ToolStarted: nothing to print
         self._done_thinking()
-        if isinstance(message, wire.Delta) and self.stream:
-            self._write(visible(message.text))
+        if isinstance(event, events.TextDelta) and self.stream:
+            self._write(visible(event.text))
             self.streamed = True
-        elif isinstance(message, wire.Notice):
-            print(f"seelen: {visible(message.message)}", file=sys.stderr)
-        elif isinstance(message, wire.Used) and not self.as_json:  # the notes it drew on
-            print(visible(message.text), file=sys.stderr)
+        elif isinstance(event, events.Notice):
+            print(f"seelen: {visible(event.message)}", file=sys.stderr)
+        elif isinstance(event, events.KnowledgeUsed) and not self.as_json:  # the notes used
+            print(visible(event.line()), file=sys.stderr)
 
-    def finish(self, final: wire.Done | wire.Failed) -> int:
+    def finish(self, final: events.Done | events.Failed) -> int:
         """Print the end of the answer (or the failure); returns the exit code."""
         self._done_thinking()
-        if isinstance(final, wire.Failed):
+        if isinstance(final, events.Failed):
             print(f"seelen: {visible(final.message)}", file=sys.stderr)
             if final.saved and not self.ephemeral:
                 print(
@@ -87,8 +93,8 @@ class AnswerPrinter:
             payload = {
                 "reply": reply,
                 "session_id": None if self.ephemeral else final.session_id,
-                "usage": final.usage,
-                "tool_calls": final.tool_calls,
+                "usage": None if self.usage is None else to_json(self.usage),
+                "tool_calls": [{"name": t.name, "ok": t.ok} for t in self.tools],
             }
             self._write(json.dumps(payload, ensure_ascii=False) + "\n")
         elif self.stream:

@@ -79,6 +79,21 @@ def progress_bar(console: Console, description: str, total: int) -> Iterator[Pro
 
 
 @contextlib.contextmanager
+def bar_on_first_use(console: Console, description: str) -> Iterator[Progress]:
+    """`progress_bar`, drawn only once the work reports its first step (work that ends
+    before it, or fails first, shows no bar at all)."""
+    with contextlib.ExitStack() as stack:
+        moves: list[Progress] = []
+
+        def move(done: int, total: int) -> None:
+            if not moves:
+                moves.append(stack.enter_context(progress_bar(console, description, total)))
+            moves[0](done, total)
+
+        yield move
+
+
+@contextlib.contextmanager
 def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
     """The profile's memory (store, files, index) without a chat model, as an `App`.
 

@@ -14,17 +14,15 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from seelen.chat.visible import counted
 from seelen.errors import SeelenError
-from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, import_export
-from seelen.models.provider import planned_prompt_budget
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from seelen.app import App
     from seelen.config import Settings
+    from seelen.service import ProfileService
 
 
 def read_source(source: str, stdin: IO[str] | None = None) -> str:
@@ -80,29 +78,8 @@ def index_if_free(settings: Settings, role: str) -> None:
         run(runtime.aclose())
 
 
-def describe(report: ImportReport) -> str:
-    """One line saying what an import added."""
-    line = (
-        f"Imported {counted(report.sessions, 'session')}, {counted(report.turns, 'turn')} and "
-        f"{counted(report.summaries, 'summary', 'summaries')}"
-    )
-    if report.files:
-        line += f"; replaced {', '.join(report.files)} (old versions in history/)"
-    if report.demoted:
-        active = counted(report.demoted, "active session")
-        line += f"; {active} kept as archived (this profile has its own)"
-    return line + "."
-
-
-def ranking_for(app: App) -> Ranking:
-    """A Ranking over the app's recall, with the prompt budget chat uses."""
-    if app.recall is None:
-        raise SeelenError("memory search: recall is not available")
-    return Ranking(app.recall, app.clock, planned_prompt_budget(app.settings))
-
-
 def search_json(
-    app: App,
+    service: ProfileService,
     query: str | None,
     *,
     limit: int | None,
@@ -112,14 +89,21 @@ def search_json(
     out: IO[str] | None = None,
 ) -> int:
     """Print the ranking as JSON: for QUERY, or for each line of stdin with `batch`."""
+    from seelen.protocol import to_json
+    from seelen.protocol.calls import Search
+    from seelen.protocol.results import SearchResult
+
     out = out or sys.stdout
-    ranking = ranking_for(app)
     queries = (stdin or sys.stdin) if batch else [query or ""]
     count = 0
     for line in queries:
         # One object per input line, empty lines included, so outputs pair with inputs.
-        data = ranking.search(line.rstrip("\r\n"), limit, mode)
-        out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        text = line.rstrip("\r\n")
+        if text.strip():
+            result = service.search(Search(query=text, limit=limit, mode=mode))
+        else:
+            result = SearchResult(query=text, mode=mode)
+        out.write(json.dumps(to_json(result), ensure_ascii=False) + "\n")
         out.flush()
         count += 1
     return count

@@ -96,8 +96,8 @@ def restore(
     data_dir: DataOpt = None,
 ) -> None:
     """Restore a backup; the current state is backed up first. Close any chat before."""
+    from seelen.client.connect import stop_owner
     from seelen.memory.maintenance import restore as run_restore
-    from seelen.owner.client import stop_owner
     from seelen.runtime import ProfileLock
 
     settings = _settings(profile, data_dir)

@@ -1,14 +1,23 @@
 """`seelen import`: Seelen's own export, or another assistant's history (ChatGPT, Claude, llm).
 
-The file is read and recognised before the profile is opened, so a file that is not an
-export changes nothing. Another assistant's conversations are then written in batches (a
-progress bar on stderr): keyword search finds them as soon as this returns. Their vectors
-follow, in this command with a second bar, or with `--background` in the warm background
-process while the user goes on (`seelen db stats` counts what is left).
+The file goes to the process that holds the profile (an open chat, the warm owner, or an
+owner started for it), which reads and recognises it before writing anything, so a file
+that is not an export changes nothing, and an open chat never has to close for it. Its
+conversations are written in batches (a progress bar on stderr): keyword search finds them as
+soon as this returns. Their vectors follow in that process while the user goes on (`seelen
+db stats` counts what is left), or with `--wait` before this returns, with a second bar.
+Where no owner can run (SEELEN_OWNER=false), all of it happens in this process.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seelen.errors import SeelenError
@@ -30,6 +39,94 @@ def read(source: str | None, fmt: str | None) -> Export:
         return read_export(source or "", fmt)
     except HistoryError as exc:
         raise HistoryError(f"import: {exc}") from None
+
+
+# How often `--wait` asks the owner how many texts still wait for their vectors.
+WAIT_POLL_SECONDS = 0.5
+
+
+def through_owner(settings: Settings, path: str, fmt: str | None, *, wait: bool) -> bool:
+    """Import the file at `path` through the process that holds the profile; False when no
+    owner can run here (the caller imports in this process). Raises SeelenError with the
+    owner's one line when the file is not an export."""
+    from seelen.cli.common import bar_on_first_use, stderr_console
+    from seelen.client.exchange import import_file
+    from seelen.protocol.events import Failed
+
+    console = stderr_console()
+    with bar_on_first_use(console, "importing") as progress:
+        final = import_file(
+            settings,
+            path,
+            fmt,
+            on_progress=lambda p: progress(p.done, p.total),
+            on_wait=lambda line: console.print(line, style="dim", markup=False),
+        )
+    if final is None:
+        return False
+    if isinstance(final, Failed):
+        raise SeelenError(final.message)
+    if not final.turns:
+        console.print(final.line, markup=False)
+        return True
+    console.print(final.line + " Keyword search finds them now.", markup=False)
+    if wait:
+        _wait_for_vectors(settings, console, final.unindexed)
+        console.print("Every imported text is embedded: search by meaning finds them too.")
+    else:
+        console.print(
+            "Their vectors are made in the background; `seelen db stats` says how far it is.",
+            markup=False,
+        )
+    return True
+
+
+@contextlib.contextmanager
+def readable_path(settings: Settings, source: str | None, fmt: str | None) -> Iterator[str]:
+    """FILE as an absolute path the owner can read: standard input spooled to a private
+    file in the profile folder (removed afterwards), llm's own logs.db without FILE."""
+    if source is None and fmt != "llm":
+        raise SeelenError("import: give a FILE (or - for standard input)")
+    if source is None:
+        from seelen.memory.imports.llm_logs import default_path
+
+        yield str(default_path())
+        return
+    if source != "-":
+        yield str(Path(source).absolute())
+        return
+    from seelen.files import private_dir
+
+    folder = private_dir(settings.profile_dir)
+    fd, name = tempfile.mkstemp(prefix="import-", suffix=".stdin", dir=folder)  # born 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as spool:
+            for chunk in iter(lambda: sys.stdin.read(1 << 20), ""):
+                spool.write(chunk)
+        yield name
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def _wait_for_vectors(settings: Settings, console: Console, total: int) -> None:
+    """`--wait`: a bar until the owner has embedded every text (asked twice a second)."""
+    from seelen.cli.common import progress_bar
+    from seelen.client.exchange import call
+    from seelen.protocol.calls import GetIndexState
+    from seelen.protocol.results import IndexState
+
+    with progress_bar(console, "embedding", total) as progress:
+        while True:
+            state = call(settings, GetIndexState())
+            if not isinstance(state, IndexState):
+                raise SeelenError(f"import: {getattr(state, 'message', state.TAG)}")
+            if state.error:
+                raise SeelenError(f"import: embedding stopped ({state.error})")
+            progress(max(total - state.unindexed, 0), max(total, state.unindexed))
+            if not state.unindexed:
+                return
+            time.sleep(WAIT_POLL_SECONDS)
 
 
 def import_history(app: App, export: Export, console: Console, *, embed: bool = True) -> str:

@@ -114,7 +114,7 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
         repl = Repl(application, console, errors=stderr_console())
         await repl.start()
         repl.start_mcp()  # a pipe starts a server only when one of its tools is called
-        async with serve_chat(application, repl.turn_lock, repl.note_remote_answer):
+        async with serve_chat(repl.service, repl.note_remote_answer):
             await repl.wait_for_tools()
             await repl.run_stream(sys.stdin)
 
@@ -138,7 +138,7 @@ def ask(
     (SEELEN_OWNER=false answers in this process instead).
     """
     from seelen.cli.answer import AnswerPrinter
-    from seelen.owner.client import ask as ask_owner
+    from seelen.client.exchange import ask as ask_owner
 
     text = question if question is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
     if not text.strip():
@@ -153,7 +153,7 @@ def ask(
 
     printer.begin()
     final = ask_owner(
-        settings, text.strip(), ephemeral=ephemeral, on_message=printer.on_message, on_wait=waiting
+        settings, text.strip(), ephemeral=ephemeral, on_event=printer.on_event, on_wait=waiting
     )
     if final is not None:
         raise typer.Exit(printer.finish(final))
@@ -216,7 +216,7 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Show whether the background process runs, since when, and how much it answered."""
     import time
 
-    from seelen.owner.client import owner_status
+    from seelen.client.connect import owner_status
 
     status = owner_status(settings_from(profile, None, data_dir))
     if status is None:
@@ -234,7 +234,7 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @server_app.command("stop")
 def server_stop(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """End the background process (it finishes the answer it is giving first)."""
-    from seelen.owner.client import stop_owner
+    from seelen.client.connect import stop_owner
 
     print("stopped" if stop_owner(settings_from(profile, None, data_dir)) else "not running")
 

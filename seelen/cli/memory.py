@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from seelen.app import App
+    from seelen.config import Settings
 
 T = TypeVar("T")
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
@@ -91,19 +92,22 @@ def memory_search(
 
     def body(application: App, console: Console) -> None:
         from seelen.runtime import unindexed_note
+        from seelen.service import ProfileService
 
         if note := unindexed_note(application):
             stderr_console().print(note, style="dim", markup=False)
+        service = ProfileService(application)
         if as_json:
             from seelen.cli.data import search_json
 
-            search_json(application, query, limit=limit, mode=mode, batch=batch)
+            search_json(service, query, limit=limit, mode=mode, batch=batch)
             return
         from seelen.chat.render import render_hits
+        from seelen.protocol.calls import Search
 
-        assert application.recall is not None
-        result = application.recall.search(query or "", None, mode, conv_num=limit or 10)
-        render_hits(console, application, result)
+        render_hits(
+            console, service.search(Search(query=query or "", limit=limit or 10, mode=mode))
+        )
 
     with memory_only(settings) as application:
         body(application, Console(highlight=False))
@@ -303,13 +307,16 @@ def import_(
             show_default=False,
         ),
     ] = None,
-    background: Annotated[
+    wait: Annotated[
         bool,
         typer.Option(
-            "--background",
-            help="return once keyword search finds everything; the background process "
-            "embeds the rest (see `seelen db stats`)",
+            "--wait",
+            help="return only once every text has its vector too (a progress bar); by "
+            "default the background process embeds them while you go on",
         ),
+    ] = False,
+    background: Annotated[
+        bool, typer.Option("--background", hidden=True, help="the default now")
     ] = False,
     summarize: Annotated[
         bool,
@@ -325,39 +332,48 @@ def import_(
 ) -> None:
     """Add an export to memory: Seelen's own, or your history from ChatGPT, Claude or llm.
 
-    No model is called unless --summarize asks for it. Importing the same file again adds
-    nothing; a newer export of the same history adds only what is new.
+    It goes through the process that holds the profile, so an open chat can stay open, and
+    returns once keyword search finds everything; the background process embeds the rest
+    (--wait waits for that too). No model is called unless --summarize asks for it.
+    Importing the same file again adds nothing; a newer export of the same history adds
+    only what is new.
     """
-    from seelen.cli.imports import import_history, import_summarized, read
+    from seelen.cli.imports import readable_path, through_owner
     from seelen.memory.imports.source import FORMATS
 
     if fmt is not None and fmt not in FORMATS:
         raise typer.BadParameter(f"use {', '.join(FORMATS)}", param_hint="--from")
-    export = read(source, fmt)
+    settings = settings_from(profile, None, data_dir)
+    with readable_path(settings, source, fmt) as path:
+        if summarize or not through_owner(settings, path, fmt, wait=wait):
+            _import_here(settings, path, fmt, summarize=summarize, ask=not yes)
+
+
+def _import_here(
+    settings: Settings, path: str, fmt: str | None, *, summarize: bool, ask: bool
+) -> None:
+    """`seelen import` in this process, as the profile's writer: --summarize (it needs the
+    tool model), or no owner can run here."""
+    from seelen.cli.imports import import_history, import_summarized, read
+
+    export = read(path, fmt)
     if summarize and export.kind not in ("seelen", "empty"):
-        settings = settings_from(profile, None, data_dir)
-        run(import_summarized(settings, export, ask=not yes and sys.stdin.isatty()))
+        run(import_summarized(settings, export, ask=ask and sys.stdin.isatty()))
         return
 
     def body(application: App, console: Console) -> None:
         if export.kind == "seelen":
-            from seelen.cli.data import describe, import_into
+            from seelen.cli.data import import_into
 
-            line = describe(import_into(application, export.text, stderr_console()))
+            line = import_into(application, export.text, stderr_console()).describe()
         elif export.kind == "empty":
             line = "Nothing to import: the export holds no conversations."
         else:
-            line = import_history(application, export, stderr_console(), embed=not background)
+            line = import_history(application, export, stderr_console())
         stderr_console().print(line, markup=False)
 
-    _memory_command(profile, data_dir, body, write="import")
-    if background and export.kind not in ("seelen", "empty"):
-        from seelen.owner.client import start_owner
-
-        # Started once the lock is free: it embeds what waits, then idles as usual.
-        sock = start_owner(settings_from(profile, None, data_dir))
-        if sock is not None:
-            sock.close()
+    with memory_only(settings, "import") as application:
+        body(application, stderr_console())
 
 
 def register(app: typer.Typer) -> None:

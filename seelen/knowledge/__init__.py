@@ -2,6 +2,5 @@
 
 from seelen.knowledge.files import NoteFilter
 from seelen.knowledge.library import Knowledge
-from seelen.knowledge.search import Passage, used_line
 
-__all__ = ["Knowledge", "NoteFilter", "Passage", "used_line"]
+__all__ = ["Knowledge", "NoteFilter"]

@@ -25,8 +25,9 @@ from seelen.knowledge.files import (
     walk,
 )
 from seelen.knowledge.index import NoteIndex
-from seelen.knowledge.search import CANDIDATES, Passage, passages, plan
+from seelen.knowledge.search import CANDIDATES, passages, plan
 from seelen.knowledge.watch import FolderWatcher
+from seelen.protocol.results import NotePassage
 
 # Notes read and written per transaction while catching up: large enough that commits do
 # not dominate, small enough that a search sees progress during a first indexing.
@@ -175,7 +176,7 @@ class Knowledge:
         self._index_locked(changed)
         self.index.drop(gone)
 
-    def search(self, question: str, budget_tokens: int) -> list[Passage]:
+    def search(self, question: str, budget_tokens: int) -> list[NotePassage]:
         """The passages that best answer `question`, best first, within `budget_tokens`."""
         if self._thread is not None:
             self._ready.wait(READY_WAIT)

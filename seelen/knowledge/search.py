@@ -26,6 +26,7 @@ from seelen.knowledge.function_words import is_function_word
 from seelen.knowledge.index import Hit, NoteIndex
 from seelen.knowledge.text import fold, is_cjk, terms
 from seelen.memory.context import clip, estimate_tokens
+from seelen.protocol.results import NotePassage
 
 # Bounds on the work per question, not tuning: the rarest 16 terms carry the evidence of any
 # question one types; 60 candidate chunks are ~15 times what a budget holds.
@@ -51,26 +52,6 @@ SMALL_FOLDER = 20
 # spans two words (every bigram inside a word occurs at least as often as the word itself):
 # "孙平后来" has 孙平 and 后来 but the rare 平后 only where the two happen to meet.
 BOUNDARY_RATIO = 0.5
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A piece of a note for the prompt. Higher `score` = better match."""
-
-    path: str  # as shown: the folder's name, then the path inside it
-    heading: str
-    text: str
-    score: float
-    file: str = ""  # the absolute path
-
-    def label(self) -> str:
-        """ "path › heading" (or just the path), as shown to the user and the model."""
-        return f"{self.path} › {self.heading}" if self.heading else self.path
-
-
-def used_line(found: Sequence[Passage]) -> str:
-    """ "used: a.md › Intro · b.md", each file › heading once: what a reply shows it used."""
-    return "used: " + " · ".join(dict.fromkeys(p.label() for p in found))
 
 
 @dataclass(frozen=True)
@@ -175,7 +156,7 @@ def edit_distance(a: str, b: str, cap: int) -> int:
 
 def passages(
     hits: Sequence[Hit], query: QueryPlan, budget: int, show: dict[str, str]
-) -> list[Passage]:
+) -> list[NotePassage]:
     """Merge, rank, cut and fit hits into `budget` tokens; `show` maps paths to labels."""
     if not hits:
         return []
@@ -201,25 +182,35 @@ def _titled(hit: Hit, query: QueryPlan) -> Hit:
     return hit
 
 
-def _merge(group: list[Hit], show: dict[str, str]) -> list[Passage]:
+def _merge(group: list[Hit], show: dict[str, str]) -> list[NotePassage]:
     """Neighbouring chunks of one file become one passage, in reading order."""
-    out: list[Passage] = []
+    out: list[NotePassage] = []
     last_seq = -2
     for hit in sorted(group, key=lambda h: h.seq):
         label = show.get(hit.path, hit.path)
         if out and hit.seq == last_seq + 1:
             prev = out[-1]
             text = f"{prev.text}\n\n{hit.body}"
-            out[-1] = Passage(label, prev.heading, text, max(prev.score, hit.score), hit.path)
+            out[-1] = NotePassage(
+                path=label,
+                heading=prev.heading,
+                text=text,
+                score=max(prev.score, hit.score),
+                file=hit.path,
+            )
         else:
-            out.append(Passage(label, hit.heading, hit.body, hit.score, hit.path))
+            out.append(
+                NotePassage(
+                    path=label, heading=hit.heading, text=hit.body, score=hit.score, file=hit.path
+                )
+            )
         last_seq = hit.seq
     return out
 
 
-def _fit(ranked: Sequence[Passage], hit_terms: Sequence[str], budget: int) -> list[Passage]:
+def _fit(ranked: Sequence[NotePassage], hit_terms: Sequence[str], budget: int) -> list[NotePassage]:
     """Keep passages in rank order while they fit; the one that does not fit is cut."""
-    kept: list[Passage] = []
+    kept: list[NotePassage] = []
     left = budget
     for passage in ranked:
         overhead = estimate_tokens(passage.label()) + 6
@@ -229,9 +220,7 @@ def _fit(ranked: Sequence[Passage], hit_terms: Sequence[str], budget: int) -> li
         text = passage.text
         if estimate_tokens(text) > room:
             text = cut_around(text, hit_terms, room)
-        kept.append(
-            Passage(passage.path, passage.heading, text, round(passage.score, 3), passage.file)
-        )
+        kept.append(replace(passage, text=text, score=round(passage.score, 3)))
         left -= overhead + estimate_tokens(text)
     return kept
 

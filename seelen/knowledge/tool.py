@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Annotated
 
 from seelen.knowledge.library import Knowledge
-from seelen.knowledge.search import Passage
+from seelen.protocol.text import notes_text
 from seelen.tools.local import LocalTool, tool
-
-
-def format_passages(passages: Sequence[Passage]) -> str:
-    """Passages as text for a model: a "[n] path › heading" line, then the passage."""
-    return "\n\n".join(f"[{n}] {p.label()}\n{p.text}" for n, p in enumerate(passages, 1))
 
 
 def knowledge_search_tool(knowledge: Knowledge, budget_tokens: int) -> LocalTool:
@@ -27,6 +21,6 @@ def knowledge_search_tool(knowledge: Knowledge, budget_tokens: int) -> LocalTool
         the best passages with their file and heading. Use it to look deeper than the notes
         already shown, or for a different angle on the question."""
         found = await asyncio.to_thread(knowledge.search, query, budget_tokens)
-        return format_passages(found) or "No note matches."
+        return notes_text(found)
 
     return knowledge_search

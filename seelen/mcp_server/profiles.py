@@ -39,3 +39,16 @@ def knowledge_configured(settings: Settings) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and bool(data.get("folders"))
+
+
+def served(settings: Settings) -> str:
+    """Which memory this server serves, and whether it is new and empty (a client that does
+    not pass SEELEN_DATA_DIR gets the default data dir's, maybe not the user's own)."""
+    line = f"It serves Seelen's profile {settings.profile!r} in {settings.data_dir}"
+    if not (settings.profile_dir / MEMORY_FILE).exists():
+        return (
+            f"{line}, which is new and empty: nothing is remembered there yet (set "
+            "SEELEN_DATA_DIR or --data-dir in this client's configuration if the user's "
+            "memory lives elsewhere)."
+        )
+    return line + "."

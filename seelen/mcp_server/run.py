@@ -9,12 +9,12 @@ import threading
 
 import anyio
 
+from seelen.client import connect, exchange
 from seelen.config import Settings
 from seelen.errors import SeelenError
 from seelen.mcp_server.http import PATH
-from seelen.mcp_server.profiles import missing_profile
+from seelen.mcp_server.profiles import missing_profile, served
 from seelen.mcp_server.token import TokenFile
-from seelen.owner import client
 
 
 def warm_owner(settings: Settings) -> None:
@@ -23,15 +23,15 @@ def warm_owner(settings: Settings) -> None:
     if missing_profile(settings) is not None:
         return
 
-    def connect() -> None:
+    def start() -> None:
         with contextlib.suppress(Exception):
-            sock = client.connect(
-                settings, wait_seconds=client.held_seconds(settings), memory_only=True
+            sock = connect.connect(
+                settings, wait_seconds=exchange.held_seconds(settings), memory_only=True
             )
             if sock is not None:
                 sock.close()
 
-    threading.Thread(target=connect, name="seelen-mcp-warm", daemon=True).start()
+    threading.Thread(target=start, name="seelen-mcp-warm", daemon=True).start()
 
 
 def serve(settings: Settings, *, http: bool, host: str, port: int, read_only: bool) -> None:
@@ -42,6 +42,7 @@ def serve(settings: Settings, *, http: bool, host: str, port: int, read_only: bo
         _check_free(host, port)
     server = build_server(settings, read_only=read_only)
     warm_owner(settings)
+    print(f"seelen mcp: {served(settings)}", file=sys.stderr)  # once, for the client's log
     if not http:
         anyio.run(server.run_stdio_async)
         return

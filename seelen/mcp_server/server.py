@@ -1,28 +1,45 @@
 """The MCP server of `seelen mcp`: its tools, resources and prompt, each a memory call to the
-profile's owner (`seelen.owner.memory` answers them there).
+profile's owner (its `ProfileService` answers them there).
 
 Built on the MCP SDK's `MCPServer` (the `mcp` package, installed with fastmcp's client).
-Every tool returns a typed structure and the same as readable text; bad input and every
-failure are tool errors of one sentence, and the session goes on.
+Every tool returns the protocol's result class as its structure (its output schema, with
+each field's description) and the same as readable text (`seelen.protocol.text`); bad input
+and every failure are tool errors of one sentence, and the session goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field, ValidationError
 
+from seelen.client import exchange
 from seelen.config import Settings
-from seelen.mcp_server import results
-from seelen.mcp_server.profiles import knowledge_configured, missing_profile
-from seelen.owner import client, wire
+from seelen.mcp_server.profiles import knowledge_configured, missing_profile, served
+from seelen.protocol import calls, events, results, to_json
+from seelen.protocol import text as as_text
+from seelen.protocol.codec import Frame
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver.tools.base import Tool
+
+R = TypeVar("R", bound=Frame)
 
 INSTRUCTIONS = """\
 Seelen is the user's long-term memory: their conversations with Seelen and with other
@@ -31,9 +48,17 @@ preferences, people, plans or earlier conversations (search again with other wor
 first search misses). Call remember when the user asks you to remember something, or states
 a lasting fact about themselves; one fact per call. forget removes a text by its text_id."""
 
-READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
-WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-FORGET = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+# What a client may do without asking the user: reading is safe to repeat; remember adds a
+# text each time it is called; forget deletes, but forgetting twice changes nothing more.
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+FORGET = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 
 
 class SeelenMCP(MCPServer[Any]):
@@ -54,6 +79,26 @@ class SeelenMCP(MCPServer[Any]):
         if description is None and fn.__doc__:
             description = inspect.cleandoc(fn.__doc__)
         super().add_tool(fn, name, title, description, annotations, **options)  # type: ignore[arg-type]
+
+    def describe_output(self, name: str, kind: type) -> None:
+        """Give tool `name`'s output schema (made from `kind`, a protocol result) each
+        field's description."""
+        tool = self._tool_manager.get_tool(name)
+        assert tool is not None, f"no tool {name}"
+        _described(tool, kind)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        """A prompt by name; an unknown name is "invalid params" naming the prompts there
+        are, as an unknown resource is (not an internal error)."""
+        if self._prompt_manager.get_prompt(name) is None:
+            known = ", ".join(p.name for p in self._prompt_manager.list_prompts()) or "none"
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name} (prompts: {known})")
+        return await super().get_prompt(name, arguments, context)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -85,29 +130,35 @@ class OwnerLink:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    async def answer(self, request: wire.MemoryCall) -> wire.Result | wire.Failed:
+    async def answer(self, request: calls.Request) -> Frame:
         """The owner's answer, or a `Failed` saying why there is none."""
         problem = missing_profile(self.settings)
         if problem is not None:
-            return wire.Failed(message=problem)
-        return await asyncio.to_thread(client.call, self.settings, request)
+            return events.Failed(message=problem)
+        return await asyncio.to_thread(exchange.call, self.settings, request)
 
     async def tool(
-        self, request: wire.MemoryCall, render: Callable[[dict[str, Any]], str]
+        self, request: calls.Request, kind: type[R], render: Callable[[R], str]
     ) -> CallToolResult:
-        """A tool's result: the data as structure and as text, or one error sentence."""
+        """A tool's result: the `kind` result as structure and as text, or one error sentence."""
         answer = await self.answer(request)
-        if isinstance(answer, wire.Failed):
-            return _error(answer.message)
-        text = TextContent(type="text", text=render(answer.data))
-        return CallToolResult(content=[text], structured_content=answer.data)
+        if not isinstance(answer, kind):
+            return _error(_failure(answer))
+        content = TextContent(type="text", text=render(answer))
+        return CallToolResult(content=[content], structured_content=to_json(answer))
 
-    async def data(self, request: wire.MemoryCall) -> dict[str, Any]:
-        """The data of a call, for resources and prompts (ResourceError when it fails)."""
+    async def result(self, request: calls.Request, kind: type[R]) -> R:
+        """The result of a call, for resources and prompts (ResourceError when it fails)."""
         answer = await self.answer(request)
-        if isinstance(answer, wire.Failed):
-            raise ResourceError(answer.message)
-        return answer.data
+        if not isinstance(answer, kind):
+            raise ResourceError(_failure(answer))
+        return answer
+
+
+def _failure(answer: Frame) -> str:
+    if isinstance(answer, events.Failed):
+        return answer.message
+    return f"the background Seelen answered {answer.TAG}"
 
 
 def client_name(ctx: Context[Any, Any]) -> str:
@@ -121,7 +172,10 @@ def build_server(settings: Settings, *, read_only: bool = False) -> SeelenMCP:
     import seelen
 
     server = SeelenMCP(
-        "seelen", instructions=INSTRUCTIONS, version=seelen.__version__, log_level="WARNING"
+        "seelen",
+        instructions=f"{INSTRUCTIONS}\n\n{served(settings)}",
+        version=seelen.__version__,
+        log_level="WARNING",
     )
     link = OwnerLink(settings)
     _reading_tools(server, link)
@@ -133,11 +187,33 @@ def build_server(settings: Settings, *, read_only: bool = False) -> SeelenMCP:
     return server
 
 
+def _described(tool: Tool, kind: type) -> None:
+    """Fill the tool's output schema with each field's description (`protocol.codec.doc`)."""
+    schema = tool.fn_metadata.output_schema
+    if not schema:
+        return
+    classes = {
+        c.__name__: c
+        for c in vars(results).values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c)
+    }
+    parts = [(kind.__name__, schema), *schema.get("$defs", {}).items()]
+    for name, part in parts:
+        cls = classes.get(name)
+        if cls is None:
+            continue
+        for f in dataclasses.fields(cls):
+            if "doc" in f.metadata and f.name in part.get("properties", {}):
+                part["properties"][f.name]["description"] = f.metadata["doc"]
+
+
 def _reading_tools(server: SeelenMCP, link: OwnerLink) -> None:
     @server.tool(annotations=READ)
     async def search_memory(
         query: Annotated[str, Field(description="what to look for: a question, names, topics")],
-        limit: Annotated[int, Field(ge=1, le=100, description="how many turns")] = 10,
+        limit: Annotated[
+            int, Field(ge=1, le=100, description="how many turns and summaries, at most")
+        ] = 10,
         since: Annotated[
             str | None, Field(description="only from this ISO date or time on (2024-03-04)")
         ] = None,
@@ -149,26 +225,38 @@ def _reading_tools(server: SeelenMCP, link: OwnerLink) -> None:
         assistants, and things they asked to remember) with the ranking Seelen's own chat
         uses: words and meaning, fused. Call it before answering anything about the user's
         past, preferences, people or plans; search again with other words if it misses.
-        Returns the best session summaries and turns with date, role, session, text_id and
+        Returns the best turns and session summaries with date, role, session, text_id and
         score, best first."""
-        return await link.tool(
-            wire.Search(query=query, limit=limit, since=since, until=until), results.search_text
-        )
+        request = calls.Search(query=query, limit=limit, since=since, until=until)
+        answer = await link.answer(request)
+        if not isinstance(answer, results.SearchResult):
+            return _error(_failure(answer))
+        best = answer.top(limit)
+        content = TextContent(type="text", text=as_text.items_text(best.best_first()))
+        return CallToolResult(content=[content], structured_content=to_json(best))
 
     @server.tool(annotations=READ)
     async def recent_sessions(
         n: Annotated[int, Field(ge=1, le=100, description="how many sessions")] = 5,
-    ) -> Annotated[CallToolResult, results.RecentSessions]:
+    ) -> Annotated[CallToolResult, results.SessionList]:
         """The user's newest conversations with Seelen, newest first: when each began and
         ended, and its summary. Use it for "what did we talk about lately"."""
-        return await link.tool(wire.RecentSessions(n=n), results.sessions_text)
+        request = calls.ListSessions(n=n)
+        return await link.tool(request, results.SessionList, as_text.sessions_text)
 
     @server.tool(annotations=READ)
-    async def get_profile() -> Annotated[CallToolResult, results.Profile]:
+    async def get_profile() -> Annotated[CallToolResult, results.ProfileInfo]:
         """What Seelen knows about the user (their profile, kept up to date from their
-        conversations) and Seelen's own persona. Read it once at the start of a task that
-        is about the user."""
-        return await link.tool(wire.GetProfile(), results.profile_text)
+        conversations), Seelen's own persona, and which memory this is (profile, data dir,
+        how much it holds). Read it once at the start of a task that is about the user."""
+        return await link.tool(calls.GetProfile(), results.ProfileInfo, as_text.profile_text)
+
+    for name, kind in (
+        ("search_memory", results.SearchResult),
+        ("recent_sessions", results.SessionList),
+        ("get_profile", results.ProfileInfo),
+    ):
+        server.describe_output(name, kind)
 
 
 def _writing_tools(server: SeelenMCP, link: OwnerLink) -> None:
@@ -181,8 +269,8 @@ def _writing_tools(server: SeelenMCP, link: OwnerLink) -> None:
         this assistant, so that Seelen and every assistant connected to it find it later.
         Call it when the user asks you to remember something or states a lasting fact
         about themselves (one fact per call, up to 4,000 characters). Returns its text_id."""
-        request = wire.Remember(text=text, client=client_name(ctx), key=uuid.uuid4().hex)
-        return await link.tool(request, results.remembered_text)
+        request = calls.Remember(text=text, client=client_name(ctx), key=uuid.uuid4().hex)
+        return await link.tool(request, results.Remembered, as_text.remembered_text)
 
     @server.tool(annotations=FORGET)
     async def forget(
@@ -190,7 +278,11 @@ def _writing_tools(server: SeelenMCP, link: OwnerLink) -> None:
     ) -> Annotated[CallToolResult, results.Forgotten]:
         """Delete one remembered text (a turn or a session summary) for good, by the
         text_id that search_memory showed. Only when the user asks to forget it."""
-        return await link.tool(wire.Forget(text_id=text_id), results.forgotten_text)
+        request = calls.Forget(text_id=text_id)
+        return await link.tool(request, results.Forgotten, as_text.forgotten_text)
+
+    for name, kind in (("remember", results.Remembered), ("forget", results.Forgotten)):
+        server.describe_output(name, kind)
 
 
 def _knowledge_tool(server: SeelenMCP, link: OwnerLink) -> None:
@@ -198,11 +290,15 @@ def _knowledge_tool(server: SeelenMCP, link: OwnerLink) -> None:
     async def search_knowledge(
         query: Annotated[str, Field(description="names, places, topics or words to look for")],
         limit: Annotated[int, Field(ge=1, le=100, description="how many passages")] = 5,
-    ) -> Annotated[CallToolResult, results.KnowledgeResult]:
+    ) -> Annotated[CallToolResult, results.NoteResult]:
         """Search the user's own notes and documents (Seelen's knowledge folders) and
         return the best passages with their file and heading."""
-        request = wire.SearchKnowledge(query=query, limit=limit)
-        return await link.tool(request, results.knowledge_text)
+        request = calls.SearchNotes(query=query, limit=limit)
+        return await link.tool(
+            request, results.NoteResult, lambda r: as_text.notes_text(r.passages)
+        )
+
+    server.describe_output("search_knowledge", results.NoteResult)
 
 
 def _resources_and_prompt(server: SeelenMCP, link: OwnerLink) -> None:
@@ -213,7 +309,7 @@ def _resources_and_prompt(server: SeelenMCP, link: OwnerLink) -> None:
         mime_type="text/plain",
     )
     async def profile() -> str:
-        return str((await link.data(wire.GetProfile()))["profile"])
+        return (await link.result(calls.GetProfile(), results.ProfileInfo)).profile
 
     @server.resource(
         "seelen://persona",
@@ -222,13 +318,13 @@ def _resources_and_prompt(server: SeelenMCP, link: OwnerLink) -> None:
         mime_type="text/plain",
     )
     async def persona() -> str:
-        return str((await link.data(wire.GetProfile()))["persona"])
+        return (await link.result(calls.GetProfile(), results.ProfileInfo)).persona
 
     @server.prompt(
         name="seelen_memory",
         description="Start with what Seelen knows about the user, and how to use its memory",
     )
     async def seelen_memory() -> str:
-        data = await link.data(wire.GetProfile())
-        profile_text = str(data["profile"]).strip() or "(Seelen knows nothing about me yet.)"
+        info = await link.result(calls.GetProfile(), results.ProfileInfo)
+        profile_text = info.profile.strip() or "(Seelen knows nothing about me yet.)"
         return f"{INSTRUCTIONS}\n\nWhat Seelen knows about me:\n{profile_text}"

@@ -12,12 +12,12 @@ session's block in the prompt; `prompt_tokens` is what those blocks cost.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from seelen.memory.clock import Clock
 from seelen.memory.context import SHARES, _fit_items
 from seelen.memory.prompts import DatedText
 from seelen.memory.recall import Recall, RecalledItem
+from seelen.protocol.results import MemoryItem, SearchResult
 
 
 class Ranking:
@@ -28,17 +28,10 @@ class Ranking:
         self.clock = clock
         self.context_tokens = context_tokens
 
-    def search(self, query: str, limit: int | None = None, mode: str = "hybrid") -> dict[str, Any]:
-        """The ranking for `query` as one JSON-ready object (`limit` turns, default chat's)."""
+    def search(self, query: str, limit: int | None = None, mode: str = "hybrid") -> SearchResult:
+        """The ranking for `query` (`limit` turns, default chat's)."""
         if not query.strip():
-            return {
-                "query": query,
-                "mode": mode,
-                "ms": 0.0,
-                "prompt_tokens": 0,
-                "summaries": [],
-                "turns": [],
-            }
+            return SearchResult(query=query, mode=mode)
         listed = self.recall.search(query, None, mode, conv_num=limit or self.recall.conv_num)
         chat = listed if mode == "hybrid" else self.recall.search(query, None)
         # Turns: the passages recall fitted to chat's budget; summaries: the prompt's share.
@@ -49,20 +42,20 @@ class Ranking:
         # that ranker's, and chat ranks by both).
         others = [t for _, t in prompt.values() if t.text_id not in listed_ids and chat is listed]
 
-        return {
-            "query": query,
-            "mode": mode,
-            "ms": round(listed.seconds * 1000, 1),
-            "prompt_tokens": chat.tokens,
-            "summaries": [
+        return SearchResult(
+            query=query,
+            mode=mode,
+            ms=round(listed.seconds * 1000, 1),
+            prompt_tokens=chat.tokens,
+            summaries=[
                 self._item(i, r, i.text_id in summaries, None)
                 for r, i in enumerate(listed.summaries, 1)
             ],
-            "turns": [
+            turns=[
                 *(self._item(i, r, *self._shown(i, prompt)) for r, i in enumerate(listed.turns, 1)),
                 *(self._item(t, t.rank or None, *self._shown(t, prompt)) for t in others),
             ],
-        }
+        )
 
     @staticmethod
     def _shown(
@@ -80,28 +73,23 @@ class Ranking:
         rank: int | None,
         in_prompt: bool,
         place: tuple[int, str] | None,
-    ) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "rank": rank,
-            "text_id": item.text_id,
-            "session_id": item.session_id,
-            "time": self.clock.at(item.start_ms).isoformat(timespec="milliseconds"),
-        }
-        if item.kind == "summary":
-            data["end"] = self.clock.at(item.end_ms).isoformat(timespec="milliseconds")
-        else:
-            data["role"] = item.role
-        data |= {
-            "text": item.text,
-            "score": item.score if rank is not None else None,
-            "rankers": dict(sorted(item.sources.items())),
-            "in_prompt": in_prompt,
-        }
-        if place is not None:
-            data["passage"] = place[0]
-            if place[1]:
-                data["context_for"] = place[1]
-        return data
+    ) -> MemoryItem:
+        summary = item.kind == "summary"
+        return MemoryItem(
+            rank=rank,
+            text_id=item.text_id,
+            session_id=item.session_id,
+            kind=item.kind,
+            time=self.clock.at(item.start_ms).isoformat(timespec="milliseconds"),
+            end=self.clock.at(item.end_ms).isoformat(timespec="milliseconds") if summary else None,
+            role=None if summary else item.role,
+            text=item.text,
+            score=item.score if rank is not None else None,
+            rankers=dict(sorted(item.sources.items())),
+            in_prompt=in_prompt,
+            passage=place[0] if place is not None else None,
+            context_for=(place[1] or None) if place is not None else None,
+        )
 
 
 def prompt_ids(summaries: Sequence[RecalledItem], context_tokens: int) -> set[str]:

@@ -298,6 +298,11 @@ class Indexer:
             )
             self._thread.start()
 
+    @property
+    def running(self) -> bool:
+        """Whether the background thread runs (no I/O)."""
+        return self._thread is not None
+
     def wake(self) -> None:
         """Tell the background thread a new text is waiting."""
         self._idle.clear()

@@ -17,6 +17,7 @@ from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
 from seelen.memory.imports.conversation import iso_to_ms
 from seelen.memory.persona import PERSONA, PROFILE, PersonaFiles
+from seelen.protocol.text import counted
 from seelen.store import ACTIVE, ARCHIVED, Session, Store, Summary, Turn
 
 if TYPE_CHECKING:
@@ -42,6 +43,19 @@ class ImportReport:
     summaries: int
     files: tuple[str, ...] = ()  # memory files replaced (old versions kept in history/)
     demoted: int = 0  # active sessions stored as archived: the profile has its own
+
+    def describe(self) -> str:
+        """One line saying what the import added."""
+        line = (
+            f"Imported {counted(self.sessions, 'session')}, {counted(self.turns, 'turn')} and "
+            f"{counted(self.summaries, 'summary', 'summaries')}"
+        )
+        if self.files:
+            line += f"; replaced {', '.join(self.files)} (old versions in history/)"
+        if self.demoted:
+            active = counted(self.demoted, "active session")
+            line += f"; {active} kept as archived (this profile has its own)"
+        return line + "."
 
 
 # --- export ------------------------------------------------------------------------------

@@ -1,4 +1,2 @@
-"""The owner of a profile as a process: its wire protocol, its server, the thin client.
-
-`wire` and `client` import only the standard library, so a client starts in milliseconds.
-"""
+"""The owner of a profile as a process: `python -m seelen.owner`, and its socket server (also
+run by an open chat). The thin client that talks to it lives in `seelen.client`."""

@@ -1,59 +1,51 @@
 """`python -m seelen.owner`: the warm owner process of the profile named by the environment.
 
-Started in the background by `seelen.owner.client` when a client finds no owner; it opens the
-profile (`host.open_host`), serves it (`server.OwnerServer`) until idle or stopped, and exits.
+Started in the background by the thin client (`seelen.client.connect`) when a client finds
+no owner; it opens the profile (`host.open_service`), serves it (`server.OwnerServer`) until
+idle or stopped, and exits.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import sys
-from collections.abc import Awaitable, Callable
 
+from seelen.client import place
 from seelen.config import Settings
-from seelen.owner import wire
-from seelen.owner.host import OwnerHost, open_host
-from seelen.owner.server import OwnerServer
+from seelen.owner.host import open_service
+from seelen.owner.server import server_for
 from seelen.runtime import ProfileBusy
 
 
-async def run_owner(
-    settings: Settings, host_factory: Callable[[Settings], Awaitable[OwnerHost]]
-) -> int:
+async def run_owner(settings: Settings, *, memory_only: bool) -> int:
     """Open the profile, serve it until idle or stopped, close it; returns the exit code."""
-    path = wire.socket_path(settings)
-    if not wire.usable(path):
+    path = place.socket_path(settings)
+    if not place.usable(path):
         print(f"seelen owner: socket path too long: {path}", file=sys.stderr)
         return 2
     try:
-        host = await host_factory(settings)
+        service, runtime = await open_service(settings, memory_only=memory_only)
     except ProfileBusy as exc:  # another process holds it: the client waits for that one
         print(f"seelen owner: {exc}", file=sys.stderr)
-        return wire.EXIT_PROFILE_BUSY
-    server = OwnerServer(
-        host,
-        version=wire.code_version(),
-        fingerprint=wire.fingerprint(settings),
-        idle_seconds=settings.idle_minutes * 60 if settings.idle_minutes else None,
-    )
+        return place.EXIT_PROFILE_BUSY
+    idle = settings.idle_minutes * 60 if settings.idle_minutes else None
+    server = server_for(service, idle_seconds=idle)
     try:
         await server.serve(path)
     finally:
-        await host.aclose()
+        await runtime.aclose()
     return 0
 
 
 def main() -> None:
-    """`python -m seelen.owner.server`: the owner of the profile named by the environment."""
+    """The owner of the profile named by the environment."""
     from seelen.config import load_settings
     from seelen.errors import SeelenError
 
     try:
-        memory_only = os.environ.get(wire.MEMORY_ONLY_ENV) == "1"
-        host_factory = functools.partial(open_host, memory_only=memory_only)
-        code = asyncio.run(run_owner(load_settings(), host_factory))
+        memory_only = os.environ.get(place.MEMORY_ONLY_ENV) == "1"
+        code = asyncio.run(run_owner(load_settings(), memory_only=memory_only))
     except SeelenError as exc:
         print(f"seelen owner: {exc}", file=sys.stderr)
         code = exc.exit_code

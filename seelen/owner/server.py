@@ -1,18 +1,17 @@
-"""The warm owner: one process per profile that keeps the memory open and answers clients.
+"""The owner's socket: one open profile's service, served to the thin clients.
 
 `seelen ask` connects to the owner's Unix socket (0600, in the profile folder), sends its
-question and streams the events back, so a question costs a connection instead of loading
-LanceDB, the embedding model and the model client again; `seelen mcp` sends its memory
-calls the same way. The owner is started in the background by the first client that finds
-none (`seelen.owner.client`), holds the profile's writer lock, answers one turn at a time
-(memory calls meanwhile), and exits after `SEELEN_IDLE_MINUTES` without a request, when
-asked to stop, or when a client of another version or other settings needs the profile (it
-then stops and that client starts a fresh owner).
+question and streams the turn's events back, so a question costs a connection instead of
+loading LanceDB, the embedding model and the model client again; `seelen mcp` sends its
+memory calls and `seelen import` its file the same way. Each frame is a class of
+`seelen.protocol`, encoded by its codec: the socket is only a transport.
 
-Stopping never drops a client: the socket stops taking connections at once, and every
-connection already taken is answered before `serve` returns.
-
-Run by hand with `python -m seelen.owner` (what the client starts).
+Two kinds of owner serve: the warm background process (`python -m seelen.owner`), which exits
+after `SEELEN_IDLE_MINUTES` without a request, when asked to stop, or when a client of another
+version or other settings needs the profile; and an open chat, which answers questions from
+other terminals between (never during) its own turns. Stopping never drops a client: the
+socket stops taking connections at once, and every connection already taken is answered
+before `serve` returns.
 """
 
 from __future__ import annotations
@@ -23,14 +22,16 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Protocol
 
+from seelen.client import place
 from seelen.errors import SeelenError
-from seelen.owner import wire
+from seelen.protocol import calls, codec, decode_request, events
+from seelen.protocol.results import ImportProgress
+from seelen.service import ProfileService
 
-Send = Callable[[wire.Message], Awaitable[None]]
+Send = Callable[[codec.Frame], Awaitable[None]]
 # Asked to answer, an owner that has not answered anything for this long checks for idleness.
 IDLE_CHECK_SECONDS = 1.0
 # A client sends its request as soon as it is connected; one that sends nothing for this long
@@ -38,45 +39,29 @@ IDLE_CHECK_SECONDS = 1.0
 REQUEST_SECONDS = 10.0
 
 
-class Host(Protocol):
-    """What an owner serves: one opened profile (`seelen.owner.host.OwnerHost`)."""
-
-    @property
-    def answers(self) -> bool:
-        """Whether it answers questions (an owner of memory calls only does not)."""
-        ...
-
-    def ask(self, text: str, *, ephemeral: bool) -> AsyncIterator[wire.Answer]:
-        """Answer one question as wire messages; the last one is `Done` or `Failed`."""
-        ...
-
-    async def call(self, request: wire.MemoryCall) -> wire.Final:
-        """Answer one memory call (`Result`, or `Failed` with one clear sentence)."""
-        ...
-
-
 class OwnerServer:
-    """Serves one open profile (`host`) on a Unix socket until stopped or idle."""
+    """Serves one open profile (`service`) on a Unix socket until stopped or idle."""
 
     def __init__(
         self,
-        host: Host,
+        service: ProfileService,
         *,
         version: str,
         fingerprint: str,
         kind: str = "background",
         idle_seconds: float | None = None,
+        on_answer: Callable[[str], None] = lambda _: None,
     ) -> None:
-        self.host = host
+        self.service = service
         self.version = version
         self.fingerprint = fingerprint
         self.kind = kind  # "background" (may be stopped by clients) or "chat"
         self.idle_seconds = idle_seconds
+        self.on_answer = on_answer  # told each question it answered (the chat says so)
         self.started = time.time()
         self.answered = 0
         self._last_activity = time.monotonic()
         self._clients: set[asyncio.Task[None]] = set()
-        self._turn_lock = asyncio.Lock()
         self._stopping = asyncio.Event()
 
     async def serve(self, path: Path) -> None:
@@ -87,7 +72,7 @@ class OwnerServer:
         old_umask = os.umask(0o177)
         try:
             server = await asyncio.start_unix_server(
-                self._handle, path=str(path), limit=wire.MAX_LINE
+                self._handle, path=str(path), limit=codec.MAX_LINE
             )
         finally:
             os.umask(old_umask)
@@ -123,27 +108,30 @@ class OwnerServer:
         while self.idle_seconds is not None:
             await asyncio.sleep(min(IDLE_CHECK_SECONDS, self.idle_seconds))
             idle = time.monotonic() - self._last_activity
-            if not self._clients and idle >= self.idle_seconds:
-                self.stop()
-                return
+            if self._clients or idle < self.idle_seconds:
+                continue
+            if await asyncio.to_thread(lambda: self.service.busy):
+                continue  # texts still wait for their vectors: embedding them first
+            self.stop()
+            return
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._clients.add(task)
 
-        async def send(message: wire.Message) -> None:
-            writer.write(wire.encode(message))
+        async def send(frame: codec.Frame) -> None:
+            writer.write(codec.encode(frame))
             await writer.drain()
 
         try:
             try:
                 line = await asyncio.wait_for(reader.readline(), REQUEST_SECONDS)
-                request = wire.decode_request(line)
+                request = decode_request(line)
             except TimeoutError:
                 return
             except (ValueError, UnicodeDecodeError) as exc:
-                await send(wire.Failed(message=f"bad request: {exc}"))
+                await send(events.Failed(message=f"bad request: {exc}"))
                 return
             await self._dispatch(request, send)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -155,78 +143,108 @@ class OwnerServer:
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
 
-    async def _dispatch(self, request: wire.Request, send: Send) -> None:
-        if isinstance(request, wire.Status):
+    async def _dispatch(self, request: calls.Request, send: Send) -> None:
+        if isinstance(request, calls.Status):
             await send(self.status())
-        elif isinstance(request, wire.Stop):
+        elif isinstance(request, calls.Stop):
             if self.kind != "background":
-                await send(wire.Refused(reason="an open chat owns it"))
+                await send(calls.Refused(reason="an open chat owns it"))
                 return
-            await send(wire.Stopping())
+            await send(calls.Stopping())
             self.stop()
         elif request.version != self.version:
-            await send(wire.Refused(reason="version"))
-        elif isinstance(request, wire.Ask):
+            await send(calls.Refused(reason="version"))
+        elif isinstance(request, calls.Ask):
             await self._ask(request, send)
+        elif isinstance(request, calls.Import):
+            await send(await self._import(request, send))
         else:
-            await send(await self._call(request))  # type: ignore[arg-type]
+            await send(await self._call(request))
 
-    def status(self) -> wire.StatusReply:
+    def status(self) -> calls.OwnerStatus:
         """What `seelen server status` shows."""
-        return wire.StatusReply(
+        return calls.OwnerStatus(
             pid=os.getpid(),
             kind=self.kind,
             version=self.version,
             fingerprint=self.fingerprint,
             started=self.started,
             answered=self.answered,
-            busy=self._turn_lock.locked(),
+            busy=self.service.turn_lock.locked(),
             clients=len(self._clients) - 1,  # not counting the one asking
-            memory_only=not self.host.answers,
+            memory_only=not self.service.answers,
         )
 
-    async def _ask(self, request: wire.Ask, send: Send) -> None:
+    async def _ask(self, request: calls.Ask, send: Send) -> None:
         if request.fingerprint != self.fingerprint:
-            await send(wire.Refused(reason="settings"))
+            await send(calls.Refused(reason="settings"))
             return
-        if not self.host.answers:
-            await send(wire.Refused(reason="memory calls only"))
+        if not self.service.answers:
+            await send(calls.Refused(reason="memory calls only"))
             return
         if not request.text.strip():
-            await send(wire.Failed(message="empty question"))
+            await send(events.Failed(message="empty question"))
             return
         saved = False
         gone = False
 
-        async def tell(message: wire.Answer) -> None:
+        async def tell(frame: codec.Frame) -> None:
             # A client that went away (Ctrl-C, a closed pipe) is not answered, but its turn
             # runs to the end: the reply is stored whole, as if it had been read.
             nonlocal gone
             if not gone:
                 try:
-                    await send(message)
+                    await send(frame)
                 except (ConnectionError, OSError):
                     gone = True
 
-        async with self._turn_lock:  # one turn at a time: each is built around its own question
+        async with self.service.turn_lock:  # one turn at a time, each around its own question
             try:
-                async for message in self.host.ask(request.text, ephemeral=request.ephemeral):
-                    saved = saved or isinstance(message, wire.Saved)
-                    await tell(message)
+                async for event in self.service.ask(request.text, ephemeral=request.ephemeral):
+                    saved = saved or isinstance(event, events.Saved)
+                    await tell(event)
             except SeelenError as exc:  # the disk, the store: one line, as in-process
-                await tell(wire.Failed(message=str(exc), saved=saved))
+                await tell(events.Failed(message=str(exc), saved=saved))
             except Exception as exc:
-                await tell(wire.Failed(message=_internal(exc), saved=saved))
+                await tell(events.Failed(message=_internal(exc), saved=saved))
             self.answered += 1
+        self.on_answer(request.text)
 
-    async def _call(self, request: wire.MemoryCall) -> wire.Final:
-        """Memory calls run beside a turn: they never wait for a reply to finish."""
+    async def _import(self, request: calls.Import, send: Send) -> codec.Frame:
+        """An import, its progress streamed (at most every tenth of a second): written
+        beside the turns, its vectors made by the indexer afterwards."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[ImportProgress | None] = asyncio.Queue()
+        last = [0.0]
+
+        def progress(frame: ImportProgress) -> None:  # in the worker thread
+            now = time.monotonic()
+            if now - last[0] >= 0.1 or frame.done == frame.total:
+                last[0] = now
+                loop.call_soon_threadsafe(queue.put_nowait, frame)
+
+        async def forward() -> None:
+            while (frame := await queue.get()) is not None:
+                with contextlib.suppress(ConnectionError, OSError):  # the client left
+                    await send(frame)
+
+        sender = asyncio.create_task(forward())
         try:
-            return await self.host.call(request)
+            return await self._call(request, lambda: self.service.import_file(request, progress))
+        finally:
+            queue.put_nowait(None)  # after every progress frame the worker queued
+            await sender
+
+    async def _call(
+        self, request: calls.Request, run: Callable[[], codec.Frame] | None = None
+    ) -> codec.Frame:
+        """A memory call, in a worker thread: it never waits for a turn to finish."""
+        try:
+            return await asyncio.to_thread(run or (lambda: self.service.call(request)))
         except SeelenError as exc:
-            return wire.Failed(message=str(exc))
+            return events.Failed(message=str(exc))
         except Exception as exc:
-            return wire.Failed(message=_internal(exc))
+            return events.Failed(message=_internal(exc))
 
 
 def _internal(exc: Exception) -> str:
@@ -240,3 +258,14 @@ def _unlink_if_mine(path: Path, inode: int) -> None:
     with contextlib.suppress(FileNotFoundError):
         if path.stat().st_ino == inode:
             path.unlink()
+
+
+def server_for(service: ProfileService, **options: object) -> OwnerServer:
+    """An OwnerServer for `service`, with this code's version and the profile's settings."""
+    settings = service.app.settings
+    return OwnerServer(
+        service,
+        version=place.code_version(),
+        fingerprint=place.fingerprint(settings),
+        **options,  # type: ignore[arg-type]
+    )

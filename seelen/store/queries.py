@@ -95,6 +95,11 @@ class Lookups:
         count: int = self._query("SELECT count(*) FROM conversation")[0][0]
         return count
 
+    def count_sessions(self) -> int:
+        """How many sessions are stored (ephemeral ones too, while they last)."""
+        count: int = self._query("SELECT count(*) FROM session")[0][0]
+        return count
+
 
 class TextSearch:
     """BM25 over turns and summaries (SQLite FTS5)."""

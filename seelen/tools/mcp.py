@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from seelen.errors import ConfigError, ToolError
 from seelen.logs import close_logger, mask_url, redact
+from seelen.protocol.events import ToolProgressed
 from seelen.tools.base import ToolRegistry, ToolSpec
 from seelen.tools.mcp_cache import Offer, ToolCache, config_digest, offer_of
 from seelen.tools.mcp_config import (
@@ -32,7 +33,6 @@ from seelen.tools.mcp_config import (
     parse_server,
 )
 from seelen.tools.mcp_content import (
-    ToolProgress,
     exposed_names,
     render_result,
 )
@@ -56,7 +56,7 @@ __all__ = [
     "RemoteServer",
     "ServerStatus",
     "StdioServer",
-    "ToolProgress",
+    "ToolProgressed",
     "expand_vars",
     "exposed_names",
     "find_config",
@@ -122,7 +122,7 @@ class McpManager:
         on_event: Callable[[str], None] | None = None,
         environ: Mapping[str, str] | None = None,
         log_dir: str | Path | None = None,
-        on_progress: Callable[[ToolProgress], None] | None = None,
+        on_progress: Callable[[ToolProgressed], None] | None = None,
         cache_file: str | Path | None = None,
     ) -> None:
         self.config = config

@@ -16,7 +16,6 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from seelen.logs import base64_size
@@ -52,21 +51,6 @@ class ToolText(str):
         result = cls(text)
         result.images = tuple(images)
         return result
-
-
-@dataclass(frozen=True)
-class ToolProgress:
-    """A progress notification from a running MCP tool, for the front-end to show."""
-
-    tool: str  # the exposed name, as the model called it
-    progress: float
-    total: float | None = None
-    message: str = ""
-
-    def line(self) -> str:
-        """E.g. "mem_slow: 3/10 – reading files"."""
-        amount = f"{self.progress:g}" + (f"/{self.total:g}" if self.total else "")
-        return f"{self.tool}: {amount}" + (f" – {self.message}" if self.message else "")
 
 
 def exposed_names(server: str, tools: list[str], taken: Collection[str] = ()) -> dict[str, str]:

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from seelen.errors import ToolError
+from seelen.protocol.events import ToolProgressed
 from seelen.tools.base import ToolSpec
 from seelen.tools.mcp_content import (
     NOTE_LINE,
-    ToolProgress,
     render_resource,
     render_result,
     resource_catalogue,
@@ -45,7 +45,7 @@ class Owner(Protocol):
     """What a tool needs from the manager that connected its server."""
 
     call_timeout: float
-    on_progress: Callable[[ToolProgress], None] | None
+    on_progress: Callable[[ToolProgressed], None] | None
 
     def _lost(self, server: ServerLink, exc: BaseException) -> None:
         """The server's connection died during a call."""
@@ -109,7 +109,9 @@ class McpTool:
     async def _send(self, client: Client[Any], arguments: dict[str, Any]) -> CallToolResult:
         async def report(progress: float, total: float | None, message: str | None) -> None:
             if self._manager.on_progress is not None:
-                note = ToolProgress(self.spec.name, progress, total, message or "")
+                note = ToolProgressed(
+                    tool=self.spec.name, progress=progress, total=total, message=message or ""
+                )
                 self._manager.on_progress(note)
 
         return await client.call_tool_mcp(

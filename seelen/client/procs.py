@@ -1,6 +1,6 @@
 """What Linux's `/proc/<pid>/stat` says about a process: its state, its parent, its CPU time.
 
-One reader of that line for every caller: the owner's client (has the old owner ended?),
+One reader of that line for every caller: the owner's thin client (has the old owner ended?),
 the tests (which servers did this process start?) and the benchmarks (the owner's CPU).
 Standard library only, so the thin client can use it.
 """
@@ -45,7 +45,9 @@ def gone(pid: int) -> bool:
     except OSError:  # alive, but another user's
         return False
     stat = proc_stat(pid)
-    return stat is None or stat.state == "Z"
+    if stat is None:  # it ended just now; or there is no /proc, and kill(0) said it lives
+        return PROC.is_dir()
+    return stat.state == "Z"
 
 
 def children(parent: int) -> set[int]:

@@ -1,0 +1,55 @@
+"""The vocabulary of an open profile: one class per thing, shared by every front-end.
+
+- `events`: what one turn yields (the agent's events, rendered by the chat and `ask`);
+- `calls`: what a front-end asks (`Ask`, `Search`, `Remember`, …) and the owner's replies
+  about itself;
+- `results`: what the memory calls answer (`SearchResult`, `Remembered`, …);
+- `codec`: those classes as JSON lines on the owner's socket, and back.
+
+The chat, `ask`, `seelen mcp`, `memory search` and the Python API see the same classes,
+whether the profile is open in their own process or in the owner's. Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from seelen.protocol import calls, codec, events, results
+from seelen.protocol.codec import Frame, Registry, to_json
+
+__all__ = [
+    "OWNER_REPLIES",
+    "RESULTS",
+    "Frame",
+    "calls",
+    "codec",
+    "decode_answer",
+    "decode_request",
+    "events",
+    "results",
+    "to_json",
+]
+RESULTS: tuple[type[Frame], ...] = (
+    results.SearchResult,
+    results.Remembered,
+    results.Forgotten,
+    results.SessionList,
+    results.ProfileInfo,
+    results.NoteResult,
+    results.ImportProgress,
+    results.Imported,
+    results.IndexState,
+)
+OWNER_REPLIES: tuple[type[Frame], ...] = (calls.Refused, calls.OwnerStatus, calls.Stopping)
+_REQUESTS = Registry("op", calls.REQUESTS)
+_ANSWERS = Registry("type", (*events.EVENTS, *RESULTS, *OWNER_REPLIES))
+
+
+def decode_request(line: bytes) -> calls.Request:
+    """A client's line as its request; ValueError when it is not one."""
+    return cast(calls.Request, _REQUESTS.decode(line))
+
+
+def decode_answer(line: bytes) -> Frame:
+    """An owner's line as what it answers; ValueError when it is nothing it answers."""
+    return _ANSWERS.decode(line)
