@@ -22,23 +22,23 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from seelen.app import App
 from seelen.config import load_settings
 from seelen.errors import SeelenError
 from seelen.memory.transfer import ImportReport, export_data, import_export
 from seelen.protocol import to_json
 from seelen.protocol.calls import Search
 from seelen.protocol.results import SearchResult
-from seelen.runtime import Runtime, unindexed_note
+from seelen.runtime import open_memory, open_reader, unindexed_note
 from seelen.service import ProfileService
 
 
 class Memory:
     """One profile's memory, loaded once; close it (or use `with`) when done."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self._runtime = runtime
-        self._app = runtime.app
-        self.service = ProfileService(runtime.app)
+    def __init__(self, app: App) -> None:
+        self._app = app
+        self.service = ProfileService(app)
         self._told = False  # a reader says once what it finds by words only
 
     @classmethod
@@ -63,12 +63,12 @@ class Memory:
         overrides = {"SEELEN_DATA_DIR": str(data_dir), "SEELEN_PROFILE": profile, **settings}
         config = load_settings(overrides)
         if read_only:
-            return cls(Runtime.open_reader(config))
-        return cls(Runtime.open_memory(config, role="python api", wait=wait))
+            return cls(open_reader(config))
+        return cls(open_memory(config, role="python api", wait=wait))
 
     def import_json(self, text: str) -> ImportReport:
         """Import a `seelen export --format json` text and index what it added."""
-        if self._runtime.lock is None:
+        if self._app.lock is None:
             raise SeelenError("this Memory was opened read_only: importing writes")
         report = import_export(self._app.store, self._app.files, self._app.clock, text)
         self._app.follow_language()
@@ -81,7 +81,7 @@ class Memory:
 
     def search(self, query: str, limit: int | None = None, mode: str = "hybrid") -> SearchResult:
         """The ranking for `query`, as the chat ranks it (`limit` turns, default chat's)."""
-        if self._runtime.lock is not None:
+        if self._app.lock is not None:
             self._app.index_pending()  # the newest texts are found by meaning too
         elif not self._told:
             self._told = True
@@ -98,7 +98,7 @@ class Memory:
 
     def close(self) -> None:
         """Stop background work, close the store and, for a writer, let the next one in."""
-        asyncio.run(self._runtime.aclose())
+        asyncio.run(self._app.aclose())
 
     def __enter__(self) -> Memory:
         return self

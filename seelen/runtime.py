@@ -1,19 +1,21 @@
 """The runtime: the one owner of a profile, and the lock that makes it the only writer.
 
 Every process that writes to a profile (a chat, an `ask` answered in-process, the warm
-owner, `save`, `forget`, `reindex`, edits) opens it through `Runtime.open`, which:
+owner, `save`, `forget`, `reindex`, edits) opens it through `open_writer`, which:
 1. asks a warm background owner to step aside (it holds the profile while idle),
 2. takes the profile's writer lock, saying once on stderr whom it waits for,
 3. builds the objects (`app.build_app`), opens or restores the session, finishes a
    half-done archive, re-indexes after an embedding-model change, warms recall up and
    starts the background indexer.
+Each returns the `App`; closing it closes what opening opened, newest first, and lets the
+next writer in last.
 Commands that only read (lists, shows, searches, export) open the profile without the lock,
-read-only (`Runtime.open_reader`): the store with SQLite's `mode=ro`, the vectors refusing
+read-only (`open_reader`): the store with SQLite's `mode=ro`, the vectors refusing
 every write, no indexer, no folder or file created. SQLite's WAL lets them read while the
 owner writes; texts the writer has not indexed yet are found by their words only
 (`unindexed_note` says so). Indexing is the writer's alone (`App.index_pending` raises
 without the lock); a search indexes first only when no process holds the profile
-(`Runtime.open_if_free`).
+(`open_if_free`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -144,129 +145,101 @@ async def take_lock(
         await asyncio.sleep(LOCK_POLL_SECONDS)
 
 
-@dataclass
-class Runtime:
-    """One opened profile: its objects (`app`) and, for a writer, its lock; `aclose` closes
-    through `stack` what opening opened, newest first (the lock last)."""
+async def open_writer(
+    settings: Settings,
+    *,
+    role: str,
+    on_line: Callable[[str], None] = lambda _: None,
+    wait: bool = True,
+    with_model: bool = True,
+    start_indexer: bool = True,
+    finish_archives: bool = True,
+    on_locked: Callable[[], None] = lambda: None,
+) -> App:
+    """Open the profile as its writer (see the module docstring for the steps); closing
+    the App lets the next writer in, last. Cancelling it while it waits for the lock is
+    safe; `on_locked` says when it has it."""
+    await asyncio.to_thread(_make_private_dir, settings.profile_dir)
+    if role != "owner":
+        from seelen.client.connect import stop_owner
 
-    app: App
-    lock: ProfileLock | None
-    restored: bool = False
-    stack: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
-
-    @classmethod
-    async def open(
-        cls,
-        settings: Settings,
-        *,
-        role: str,
-        on_line: Callable[[str], None] = lambda _: None,
-        wait: bool = True,
-        with_model: bool = True,
-        start_indexer: bool = True,
-        finish_archives: bool = True,
-        on_locked: Callable[[], None] = lambda: None,
-    ) -> Runtime:
-        """Open the profile as its writer (see the module docstring for the steps).
-        Cancelling it while it waits for the lock is safe; `on_locked` says when it has it."""
-        await asyncio.to_thread(_make_private_dir, settings.profile_dir)
-        if role != "owner":
-            from seelen.client.connect import stop_owner
-
-            await asyncio.to_thread(stop_owner, settings)
-        lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
-        async with contextlib.AsyncExitStack() as stack:  # a step that fails closes the rest
-            await take_lock(lock, wait=wait, on_wait=on_line)
-            stack.callback(lock.release)
-            on_locked()
-            app = await asyncio.to_thread(
-                build_app, settings, progress=on_line, with_model=with_model, lock=lock
-            )
-            stack.push_async_callback(app.aclose)
-            restored = await app.start(
-                on_line, start_indexer=start_indexer, finish_archives=finish_archives
-            )
-            runtime = cls(app, lock, restored, stack.pop_all())  # from here: runtime.aclose
-        return runtime
-
-    @classmethod
-    def open_memory(
-        cls,
-        settings: Settings,
-        *,
-        role: str,
-        wait: bool = True,
-        on_line: Callable[[str], None] = lambda _: None,
-        step_aside: bool = True,
-    ) -> Runtime:
-        """The profile's memory alone (no model, nothing started) as its writer: for the
-        Python API and for indexing before a search. `step_aside`: a warm owner that holds
-        the profile is asked to stop first. Raises ProfileBusy when another process holds
-        it and `wait` is False."""
-        _make_private_dir(settings.profile_dir)
-        if step_aside:
-            from seelen.client.connect import stop_owner
-
-            stop_owner(settings)
-        lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
-        lock.acquire(wait=wait, on_wait=on_line)
-        try:
-            app = build_app(settings, with_model=False, lock=lock)
-        except BaseException:
-            lock.release()
-            raise
-        stack = contextlib.AsyncExitStack()
+        await asyncio.to_thread(stop_owner, settings)
+    lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
+    async with contextlib.AsyncExitStack() as stack:  # a step that fails closes the rest
+        await take_lock(lock, wait=wait, on_wait=on_line)
         stack.callback(lock.release)
+        on_locked()
+        app = await asyncio.to_thread(
+            build_app, settings, progress=on_line, with_model=with_model, lock=lock
+        )
+        stack.pop_all()  # the App releases the lock now, after everything else it closes
         stack.push_async_callback(app.aclose)
-        return cls(app, lock, stack=stack)
+        await app.start(on_line, start_indexer=start_indexer, finish_archives=finish_archives)
+        stack.pop_all()
+    return app
 
-    @classmethod
-    def open_if_free(cls, settings: Settings, *, role: str) -> Runtime | None:
-        """`open_memory` when no process holds the profile now; None when one does (it
-        indexes by itself), when the profile holds no memory yet (nothing is created), or
-        when its folder cannot be written."""
-        if not (settings.profile_dir / DB_FILE).is_file():
-            return None
-        if not os.access(settings.profile_dir, os.W_OK):
-            return None  # a folder that cannot be written (a read-only backup) is only read
-        try:
-            return cls.open_memory(settings, role=role, wait=False, step_aside=False)
-        except ProfileBusy:
-            return None
 
-    @classmethod
-    async def open_observer(
-        cls, settings: Settings, *, on_line: Callable[[str], None], ephemeral: bool = False
-    ) -> Runtime:
-        """Open the profile with its model to answer without writing (an ephemeral ask,
-        `doctor`): no lock, the memory read-only, no session created, no indexer."""
-        app = await asyncio.to_thread(_build_reader, settings, progress=on_line, with_model=True)
-        runtime = cls._reading(app)
-        try:
-            app.sessions.peek()
-            if ephemeral and app.recall is not None:
-                app.recall.warm(app.sessions.current.session_id)
-        except BaseException:
-            await runtime.aclose()
-            raise
-        return runtime
+def open_memory(
+    settings: Settings,
+    *,
+    role: str,
+    wait: bool = True,
+    on_line: Callable[[str], None] = lambda _: None,
+    step_aside: bool = True,
+) -> App:
+    """The profile's memory alone (no model, nothing started) as its writer: for the
+    Python API and for indexing before a search. `step_aside`: a warm owner that holds
+    the profile is asked to stop first. Raises ProfileBusy when another process holds
+    it and `wait` is False."""
+    _make_private_dir(settings.profile_dir)
+    if step_aside:
+        from seelen.client.connect import stop_owner
 
-    @classmethod
-    def open_reader(cls, settings: Settings) -> Runtime:
-        """Open the profile to read it: no lock, no model, no background work, the memory
-        read-only; nothing is created, not even for a profile that does not exist."""
-        must_exist(settings)
-        return cls._reading(_build_reader(settings, with_model=False))
+        stop_owner(settings)
+    lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
+    lock.acquire(wait=wait, on_wait=on_line)
+    try:
+        return build_app(settings, with_model=False, lock=lock)
+    except BaseException:
+        lock.release()
+        raise
 
-    @classmethod
-    def _reading(cls, app: App) -> Runtime:
-        stack = contextlib.AsyncExitStack()
-        stack.push_async_callback(app.aclose)
-        return cls(app, None, stack=stack)
 
-    async def aclose(self) -> None:
-        """Close everything, then let the next writer in."""
-        await self.stack.aclose()
+def open_if_free(settings: Settings, *, role: str) -> App | None:
+    """`open_memory` when no process holds the profile now; None when one does (it
+    indexes by itself), when the profile holds no memory yet (nothing is created), or
+    when its folder cannot be written."""
+    if not (settings.profile_dir / DB_FILE).is_file():
+        return None
+    if not os.access(settings.profile_dir, os.W_OK):
+        return None  # a folder that cannot be written (a read-only backup) is only read
+    try:
+        return open_memory(settings, role=role, wait=False, step_aside=False)
+    except ProfileBusy:
+        return None
+
+
+async def open_observer(
+    settings: Settings, *, on_line: Callable[[str], None], ephemeral: bool = False
+) -> App:
+    """Open the profile with its model to answer without writing (an ephemeral ask,
+    `doctor`): no lock, the memory read-only, no session created, no indexer."""
+    app = await asyncio.to_thread(_build_reader, settings, progress=on_line, with_model=True)
+    try:
+        app.sessions.peek()
+        if ephemeral and app.recall is not None:
+            app.recall.warm(app.sessions.current.session_id)
+    except BaseException:
+        await app.aclose()
+        raise
+    return app
+
+
+def open_reader(settings: Settings) -> App:
+    """Open the profile to read it: no lock, no model, no background work, the memory
+    read-only; nothing is created, not even for a profile that does not exist."""
+    must_exist(settings)
+    return _build_reader(settings, with_model=False)
 
 
 def must_exist(settings: Settings) -> None:

@@ -129,4 +129,3 @@ def test_no_cycle_between_folders() -> None:
         return False
 
     assert [u for u in sorted(graph) if reach(u, u, {u})] == []
-

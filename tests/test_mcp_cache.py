@@ -21,7 +21,7 @@ from seelen.cli.answer import AnswerPrinter
 from seelen.cli.oneshot import answer_once
 from seelen.config import load_settings
 from seelen.protocol.events import ToolFinished
-from seelen.runtime import Runtime
+from seelen.runtime import open_writer
 from seelen.tools.base import ToolRegistry
 from seelen.tools.mcp import McpManager
 
@@ -168,10 +168,10 @@ async def test_an_ask_in_this_process_waits_for_no_cached_server(
 ) -> None:
     for question in ("first", "second"):
         env.enqueue(f"answer to {question}")
-        runtime = await Runtime.open(load_settings(), role="ask")  # as `seelen ask` opens it
+        app = await open_writer(load_settings(), role="ask")  # as `seelen ask` opens it
         printer = AnswerPrinter(as_json=True, ephemeral=False)
-        assert await answer_once(runtime.app, question, printer, ephemeral=False) == 0
-        await runtime.aclose()
+        assert await answer_once(app, question, printer, ephemeral=False) == 0
+        await app.aclose()
     assert starts(marker) == 1  # the first ask connected once, to learn the tools
     offered = {t["function"]["name"] for t in env.chat_requests()[-1]["tools"]}
     assert "tiny_echo" in offered

@@ -25,7 +25,7 @@ from seelen.app import NotWriter, build_app
 from seelen.client.procs import children
 from seelen.config import Settings, load_settings
 from seelen.errors import ConfigError, SeelenError
-from seelen.runtime import ProfileBusy, ProfileLock, Runtime
+from seelen.runtime import ProfileBusy, ProfileLock, open_memory
 from seelen.vectors import VectorRow
 
 # Another process that holds the profile's writer lock until its stdin closes, as a chat
@@ -43,8 +43,7 @@ sys.stdin.read()
 def fill(settings: Settings) -> None:
     """Two archived sessions: the first indexed (plus a vector whose text is gone, which a
     repair would drop), the second not indexed yet."""
-    runtime = Runtime.open_memory(settings, role="test", step_aside=False)
-    app = runtime.app
+    app = open_memory(settings, role="test", step_aside=False)
     first = app.store.create_session("archived")
     app.store.add_turns(
         first.session_id,
@@ -60,7 +59,7 @@ def fill(settings: Settings) -> None:
     index.add("turns", [VectorRow("orphan-of-a-deleted-text", first.session_id, 0, orphan)])
     later = app.store.create_session("archived")
     app.store.add_turn(later.session_id, "user", "The marmalade needs Seville oranges")
-    asyncio.run(runtime.aclose())
+    asyncio.run(app.aclose())
 
 
 def snapshot(profile: Path) -> dict[str, str]:

@@ -50,14 +50,17 @@ def build_app(
     `with_model=False` serves the memory commands: no model server, chat model, bot or
     tools. `read_only=True` serves readers: the store and the vectors open read-only, there
     is no indexer, and no folder or file is created. `lock` is the writer lock this process
-    holds (`App.index_pending` needs it). A step that raises closes what the steps before
-    it opened, newest first.
+    holds (`App.index_pending` needs it); the App releases it when it closes, last. A step
+    that raises closes what the steps before it opened, newest first (the lock stays the
+    caller's then).
     """
     with contextlib.ExitStack() as opened:
         app = _open_memory(settings, opened, progress, with_model=with_model, read_only=read_only)
         app.lock = lock
         if with_model:
             _add_chat(app, opened)
+        if lock is not None:  # the App lets the next writer in, after closing all else
+            app.stack.callback(lock.release)
         app.stack.enter_context(opened.pop_all())
     if app.chat_model is not None:  # it holds connections only once it has been used
         app.stack.push_async_callback(app.chat_model.aclose)

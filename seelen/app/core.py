@@ -43,6 +43,10 @@ class WriterLock(Protocol):
         """True while this process holds it."""
         ...
 
+    def release(self) -> None:
+        """Let the next writer in."""
+        ...
+
 
 class NotWriter(SeelenError):
     """Work that writes was asked of a process that does not hold the profile's lock."""

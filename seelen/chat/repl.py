@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from seelen.chat.render import EventPrinter
     from seelen.memory.sessions import ArchiveResult
     from seelen.protocol.events import Event
-    from seelen.runtime import Runtime
     from seelen.service import ProfileService
     from seelen.store import Session
 
@@ -188,19 +187,19 @@ class Repl:
         runtime_module, _ = await asyncio.to_thread(
             lambda: [importlib.import_module(m) for m in ("seelen.runtime", "seelen.chat.render")]
         )
-        runtime: Runtime = await runtime_module.Runtime.open(
+        app: App = await runtime_module.open_writer(
             self.settings, role="chat", on_line=self._say, on_locked=self._lock_taken
         )
-        stack.push_async_callback(runtime.aclose)
-        self._attach(runtime.app)
-        if runtime.app.recall is not None:  # a line sent at once does not wait for vectors
-            runtime.app.recall.wait_for_warm = False
+        stack.push_async_callback(app.aclose)
+        self._attach(app)
+        if app.recall is not None:  # a line sent at once does not wait for vectors
+            app.recall.wait_for_warm = False
         from seelen.owner.host import serve_chat
 
         await stack.enter_async_context(serve_chat(self.service, self.note_remote_answer))
-        self.show_start(runtime.restored)
+        self.show_start(bool(app.restored))
         self.start_mcp(warm=True)  # a terminal: servers start while the user types
-        runtime.app.bot.keep_prompt_warm()  # and a local model reads the prompt's beginning
+        app.bot.keep_prompt_warm()  # and a local model reads the prompt's beginning
         if self._session is not None:
             self._session.app.invalidate()  # the toolbar now has the session
 

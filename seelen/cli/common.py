@@ -101,13 +101,13 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
     lock, saying so on stderr. Readers take no lock, open the memory read-only and create
     nothing.
     """
-    from seelen.runtime import Runtime
+    from seelen.runtime import open_reader, open_writer
 
     if writer is None:
-        runtime = Runtime.open_reader(settings)
+        app = open_reader(settings)
     else:
-        runtime = run(
-            Runtime.open(
+        app = run(
+            open_writer(
                 settings,
                 role=writer,
                 on_line=lambda m: stderr_console().print(m, style="dim", markup=False),
@@ -116,6 +116,6 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
             )
         )
     try:
-        yield runtime.app
+        yield app
     finally:
-        run(runtime.aclose())
+        run(app.aclose())

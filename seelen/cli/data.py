@@ -60,13 +60,12 @@ def index_if_free(settings: Settings, role: str) -> None:
     change) when no process holds the profile: its lock is taken for that moment only. A
     writer that holds it indexes them itself; the search meanwhile finds them by words."""
     from seelen.cli.common import run, stderr_console
-    from seelen.runtime import Runtime
+    from seelen.runtime import open_if_free
 
-    runtime = Runtime.open_if_free(settings, role=role)
-    if runtime is None:
+    app = open_if_free(settings, role=role)
+    if app is None:
         return
     try:
-        app = runtime.app
         if app.index is not None and app.index.needs_reindex():
             # Minutes for a large memory, so say so (on stderr: --json's stdout stays clean).
             console = stderr_console()
@@ -75,7 +74,7 @@ def index_if_free(settings: Settings, role: str) -> None:
         else:
             app.index_pending()
     finally:
-        run(runtime.aclose())
+        run(app.aclose())
 
 
 def search_json(

@@ -157,10 +157,10 @@ async def import_summarized(settings: Settings, export: Export, *, ask: bool) ->
     import asyncio
 
     from seelen.cli.common import stderr_console
-    from seelen.runtime import Runtime
+    from seelen.runtime import open_writer
 
     console = stderr_console()
-    runtime = await Runtime.open(
+    app = await open_writer(
         settings,
         role="import",
         on_line=lambda m: console.print(m, style="dim", markup=False),
@@ -168,12 +168,11 @@ async def import_summarized(settings: Settings, export: Export, *, ask: bool) ->
         finish_archives=False,
     )
     try:
-        app = runtime.app
         line = await asyncio.to_thread(import_history, app, export, console)
         console.print(line, markup=False)
         await _summarize(app, export, console, ask=ask)
     finally:
-        await runtime.aclose()
+        await app.aclose()
 
 
 async def _summarize(app: App, export: Export, console: Console, *, ask: bool) -> None:

@@ -54,7 +54,7 @@ async def _with_app(
     ephemeral: bool = False,
 ) -> T:
     """Open the profile (as its writer when `role` is given), run `body(app)`, close it."""
-    from seelen.runtime import Runtime
+    from seelen.runtime import open_observer, open_writer
 
     err = stderr_console()
 
@@ -63,22 +63,22 @@ async def _with_app(
             err.print(message, style="dim", markup=False)
 
     if role is None or ephemeral:
-        runtime = await Runtime.open_observer(settings, on_line=line, ephemeral=ephemeral)
+        app = await open_observer(settings, on_line=line, ephemeral=ephemeral)
     else:
         # A one-shot ask indexes after its answer (oneshot.py): embedding now would compete
         # with the answer for the same cores, right when the user waits. Likewise it finishes
         # an archive an earlier process began only once the question is saved and answered.
         later = role == "ask"
-        runtime = await Runtime.open(
+        app = await open_writer(
             settings, role=role, on_line=line, start_indexer=not later, finish_archives=not later
         )
     try:
-        result = await body(runtime.app)
+        result = await body(app)
         if role == "ask" and not ephemeral:
-            await runtime.app.finish_archives(lambda step: line(f"{step}…"))
+            await app.finish_archives(lambda step: line(f"{step}…"))
         return result
     finally:
-        await runtime.aclose()
+        await app.aclose()
 
 
 @app.callback(invoke_without_command=True)

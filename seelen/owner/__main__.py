@@ -25,7 +25,7 @@ async def run_owner(settings: Settings, *, memory_only: bool) -> int:
         print(f"seelen owner: socket path too long: {path}", file=sys.stderr)
         return 2
     try:
-        service, runtime = await open_service(settings, memory_only=memory_only)
+        service = await open_service(settings, memory_only=memory_only)
     except ProfileBusy as exc:  # another process holds it: the client waits for that one
         print(f"seelen owner: {exc}", file=sys.stderr)
         return place.EXIT_PROFILE_BUSY
@@ -34,7 +34,7 @@ async def run_owner(settings: Settings, *, memory_only: bool) -> int:
     try:
         await server.serve(path)
     finally:
-        await runtime.aclose()
+        await service.app.aclose()
     return 0
 
 

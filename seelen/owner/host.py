@@ -13,13 +13,11 @@ from collections.abc import AsyncIterator, Callable
 from seelen.client import place
 from seelen.config import Settings
 from seelen.owner.server import server_for
-from seelen.runtime import Runtime
+from seelen.runtime import open_writer
 from seelen.service import ProfileService
 
 
-async def open_service(
-    settings: Settings, *, memory_only: bool = False
-) -> tuple[ProfileService, Runtime]:
+async def open_service(settings: Settings, *, memory_only: bool = False) -> ProfileService:
     """Open the profile as its background owner, without waiting: if a chat holds it, raise
     ProfileBusy (the client then waits for that chat to serve, or to leave).
 
@@ -30,21 +28,21 @@ async def open_service(
     from seelen.app import add_knowledge
 
     if memory_only:
-        runtime = await Runtime.open(
+        app = await open_writer(
             settings, role="owner", wait=False, with_model=False, finish_archives=False
         )
         try:
-            await asyncio.to_thread(add_knowledge, runtime.app)
+            await asyncio.to_thread(add_knowledge, app)
         except BaseException:
-            await runtime.aclose()
+            await app.aclose()
             raise
-        return ProfileService(runtime.app), runtime
-    runtime = await Runtime.open(settings, role="owner", wait=False)
-    mcp = runtime.app.start_mcp(lambda _line: None)
+        return ProfileService(app)
+    app = await open_writer(settings, role="owner", wait=False)
+    mcp = app.start_mcp(lambda _line: None)
     if mcp is not None:  # only servers whose tools are not cached yet: once per config
         await mcp.wait_handshakes()
-    runtime.app.bot.keep_prompt_warm()  # a local model reads the prompt's beginning now
-    return ProfileService(runtime.app), runtime
+    app.bot.keep_prompt_warm()  # a local model reads the prompt's beginning now
+    return ProfileService(app)
 
 
 @contextlib.asynccontextmanager
