@@ -63,7 +63,7 @@ class ProfileLock:
 
     def holder(self) -> str:
         """Who holds the lock, in words, from what the holder wrote into the file."""
-        return place.describe_holder(place.lock_holder(self.path.parent))
+        return place.Holder.read(self.path.parent).line()
 
     def waiting_line(self) -> str:
         """What a writer that waits for the holder says, once."""
@@ -106,7 +106,7 @@ class ProfileLock:
 
     def timed_out(self) -> ProfileBusy:
         """The error of a writer that waited `wait_seconds` for the holder in vain."""
-        return ProfileBusy(place.still_held(place.lock_holder(self.path.parent), self.wait_seconds))
+        return ProfileBusy(place.Holder.read(self.path.parent).still_there(self.wait_seconds))
 
     @property
     def held(self) -> bool:

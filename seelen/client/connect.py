@@ -192,11 +192,11 @@ def connect(
         if not place.lock_held(settings.profile_dir):
             with contextlib.suppress(Busy):  # taken meanwhile: wait for the new holder
                 return start_owner(settings, memory_only=memory_only)
-        holder = place.lock_holder(settings.profile_dir)
+        holder = place.Holder.read(settings.profile_dir)
         if time.monotonic() > deadline:
-            raise TimeoutError(place.still_held(holder, limit))
+            raise TimeoutError(holder.still_there(limit))
         if not told:
-            on_wait(f"waiting for {place.describe_holder(holder)} to finish with this profile…")
+            on_wait(f"waiting for {holder.line()} to finish with this profile…")
             told = True
         time.sleep(POLL_SECONDS * 2)
 

@@ -10,9 +10,9 @@ import fcntl
 import hashlib
 import json
 import os
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from seelen.config import Settings
@@ -67,28 +67,37 @@ def lock_held(directory: Path) -> bool:
     return False
 
 
-def still_held(info: dict[str, Any], seconds: float) -> str:
-    """What a command says when the profile stayed held for as long as it waits."""
-    return (
-        f"{describe_holder(info)} is still using this profile after {seconds:g} s "
-        "(SEELEN_WAIT_SECONDS): try again when it is done"
-    )
+@dataclass(frozen=True)
+class Holder:
+    """Who holds the profile's writer lock, as it wrote itself into `owner.lock`."""
 
+    pid: int | None = None
+    role: str = ""
 
-def lock_holder(directory: Path) -> dict[str, Any]:
-    """What the holder of the profile's writer lock wrote about itself ({} when none)."""
-    try:
-        info = json.loads((directory / LOCK_FILE).read_text("utf-8") or "{}")
-    except (OSError, ValueError):
-        return {}
-    return info if isinstance(info, dict) else {}
+    @classmethod
+    def read(cls, directory: Path) -> Holder:
+        """What the holder wrote (nobody named when the file is empty or unreadable)."""
+        try:
+            info = json.loads((directory / LOCK_FILE).read_text("utf-8") or "{}")
+        except (OSError, ValueError):
+            return cls()
+        if not isinstance(info, dict):
+            return cls()
+        pid = info.get("pid")
+        return cls(pid if isinstance(pid, int) else None, str(info.get("role", "")))
 
+    def line(self) -> str:
+        """In words: "the Seelen chat in another terminal (pid 12)"."""
+        role = self.role
+        who = _HOLDERS.get(role, f"another `seelen {role}`" if role else "another Seelen")
+        return f"{who} (pid {self.pid})" if self.pid is not None else who
 
-def describe_holder(info: dict[str, Any]) -> str:
-    """The lock's holder in words: "the Seelen chat in another terminal (pid 12)"."""
-    role = str(info.get("role", ""))
-    who = _HOLDERS.get(role, f"another `seelen {role}`" if role else "another Seelen")
-    return f"{who} (pid {info['pid']})" if "pid" in info else who
+    def still_there(self, seconds: float) -> str:
+        """What a command says when the profile stayed held for as long as it waits."""
+        return (
+            f"{self.line()} is still using this profile after {seconds:g} s "
+            "(SEELEN_WAIT_SECONDS): try again when it is done"
+        )
 
 
 def code_version() -> str:
