@@ -437,3 +437,84 @@ async def test_the_server_instructions_name_the_memory_served(
             started = await session.initialize()
     assert f"profile 'default' in {data_dir}" in (started.instructions or "")
     assert "new and empty" in (started.instructions or "")
+
+
+def test_the_stdio_catalog_is_what_the_sdks_server_announces() -> None:
+    from seelen.mcp_server import catalog
+
+    generated = catalog.render(catalog.generate())
+    assert generated == catalog.CATALOG.read_text("utf-8"), (
+        "the tools changed: run `.venv/bin/python -m seelen.mcp_server.catalog`"
+    )
+
+
+def test_the_stdio_server_needs_no_mcp_sdk() -> None:
+    from helpers import heavy_imports
+
+    heavy = ("mcp", "mcp_types", "anyio", "uvicorn", "starlette", "fastmcp")
+    assert heavy_imports("seelen.mcp_server.stdio", heavy) == []
+    assert heavy_imports("seelen.mcp_server.run", heavy) == []
+
+
+def _rpc(lines: list[object], *, count: int) -> list[dict[str, Any]]:
+    """Raw JSON-RPC lines to `seelen mcp` over stdio; its first `count` answers, by id."""
+    process = subprocess.Popen(
+        [SEELEN, "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    for line in lines:
+        process.stdin.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
+    process.stdin.flush()
+    answers = [json.loads(process.stdout.readline()) for _ in range(count)]
+    process.stdin.close()
+    process.wait(timeout=60)
+    return sorted(answers, key=lambda a: str(a.get("id")))
+
+
+def test_the_stdio_server_speaks_json_rpc_and_says_what_it_cannot_do(
+    owner_env: ModelServer,
+) -> None:
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw"}}
+    answers = _rpc(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {}},
+            "{ not json",
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "nope"}},
+            {"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "x://y"}},
+            {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+        ],
+        count=7,
+    )
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[1]["result"]["protocolVersion"] == "2025-06-18"
+    assert by_id[1]["result"]["serverInfo"]["name"] == "seelen"
+    assert by_id[2]["result"] == {}
+    assert by_id[3]["error"]["code"] == -32601  # a client of the newer revision falls back
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id[4]["error"]["code"] == -32602 and "nope" in by_id[4]["error"]["message"]
+    assert by_id[5]["error"] == {
+        "code": -32602,
+        "message": "Unknown resource: x://y",
+        "data": {"uri": "x://y"},
+    }
+    assert {t["name"] for t in by_id[6]["result"]["tools"]} >= {"search_memory", "remember"}
+    # An unknown revision gets the newest one it speaks.
+    newer = _rpc(
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {**init, "protocolVersion": "2099-01-01"},
+            }
+        ],
+        count=1,
+    )
+    assert newer[0]["result"]["protocolVersion"] == "2025-11-25"

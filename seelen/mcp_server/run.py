@@ -1,4 +1,5 @@
-"""How `seelen mcp` runs: the owner warmed in the background, then stdio or HTTP."""
+"""How `seelen mcp` runs: the owner warmed in the background, then stdio (without the MCP
+SDK: `stdio.py`) or HTTP (the SDK's server)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import contextlib
 import socket
 import sys
 import threading
-
-import anyio
 
 from seelen.client import connect, exchange
 from seelen.config import Settings
@@ -36,17 +35,21 @@ def warm_owner(settings: Settings) -> None:
 
 def serve(settings: Settings, *, http: bool, host: str, port: int, read_only: bool) -> None:
     """Serve the profile's memory over stdio (what MCP clients start) or HTTP."""
-    from seelen.mcp_server.server import build_server
-
     if http:
         _check_free(host, port)
-    server = build_server(settings, read_only=read_only)
     warm_owner(settings)
     print(f"seelen mcp: {served(settings)}", file=sys.stderr)  # once, for the client's log
     if not http:
-        anyio.run(server.run_stdio_async)
+        from seelen.mcp_server.stdio import serve_stdio
+
+        serve_stdio(settings, read_only=read_only)
         return
+    import anyio
+
     from seelen.mcp_server.http import serve_http
+    from seelen.mcp_server.server import build_server
+
+    server = build_server(settings, read_only=read_only)
 
     token = TokenFile(settings.profile_dir)
     token.get()  # made on first use; shown only by `seelen mcp token`

@@ -1,10 +1,11 @@
-"""The MCP server of `seelen mcp`: its tools, resources and prompt, each a memory call to the
-profile's owner (its `ProfileService` answers them there).
+"""`seelen mcp`'s server on the MCP SDK's `MCPServer`: what `seelen mcp --http` serves, and
+where the tools' definitions (input and output schemas, descriptions, annotations) come from
+(`catalog.py` keeps them for the stdio server, which does without the SDK).
 
-Built on the MCP SDK's `MCPServer` (the `mcp` package, installed with fastmcp's client).
-Every tool returns the protocol's result class as its structure (its output schema, with
-each field's description) and the same as readable text (`seelen.protocol.text`); bad input
-and every failure are tool errors of one sentence, and the session goes on.
+What each tool does is `tools.py`'s: a memory call to the profile's owner (its
+`ProfileService` answers there), returning the protocol's result class as its structure (its
+output schema, with each field's description) and the same as readable text; bad input and
+every failure are tool errors of one sentence, and the session goes on.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
-import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -29,24 +29,14 @@ from mcp_types import (
 )
 from pydantic import Field, ValidationError
 
-from seelen.client import exchange
 from seelen.config import Settings
-from seelen.mcp_server.profiles import knowledge_configured, missing_profile, served
-from seelen.protocol import calls, events, results, to_json
-from seelen.protocol import text as as_text
-from seelen.protocol.codec import Frame
+from seelen.errors import SeelenError
+from seelen.mcp_server import tools
+from seelen.mcp_server.profiles import knowledge_configured
+from seelen.protocol import results
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools.base import Tool
-
-R = TypeVar("R", bound=Frame)
-
-INSTRUCTIONS = """\
-Seelen is the user's long-term memory: their conversations with Seelen and with other
-assistants, with dates. Call search_memory before answering anything about the user's past,
-preferences, people, plans or earlier conversations (search again with other words when the
-first search misses). Call remember when the user asks you to remember something, or states
-a lasting fact about themselves; one fact per call. forget removes a text by its text_id."""
 
 # What a client may do without asking the user: reading is safe to repeat; remember adds a
 # text each time it is called; forget deletes, but forgetting twice changes nothing more.
@@ -124,41 +114,23 @@ def _error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-class OwnerLink:
-    """Sends memory calls to the profile's owner, in a worker thread (the client blocks)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-
-    async def answer(self, request: calls.Request) -> Frame:
-        """The owner's answer, or a `Failed` saying why there is none."""
-        problem = missing_profile(self.settings)
-        if problem is not None:
-            return events.Failed(message=problem)
-        return await asyncio.to_thread(exchange.call, self.settings, request)
-
-    async def tool(
-        self, request: calls.Request, kind: type[R], render: Callable[[R], str]
-    ) -> CallToolResult:
-        """A tool's result: the `kind` result as structure and as text, or one error sentence."""
-        answer = await self.answer(request)
-        if not isinstance(answer, kind):
-            return _error(_failure(answer))
-        content = TextContent(type="text", text=render(answer))
-        return CallToolResult(content=[content], structured_content=to_json(answer))
-
-    async def result(self, request: calls.Request, kind: type[R]) -> R:
-        """The result of a call, for resources and prompts (ResourceError when it fails)."""
-        answer = await self.answer(request)
-        if not isinstance(answer, kind):
-            raise ResourceError(_failure(answer))
-        return answer
+async def _run(
+    settings: Settings, name: str, args: dict[str, Any], client: str = ""
+) -> CallToolResult:
+    """Tool `name` through `tools.run_tool`, as the SDK's result."""
+    answer = await asyncio.to_thread(tools.run_tool, settings, name, args, client)
+    text = TextContent(type="text", text=answer.text)
+    if answer.error:
+        return CallToolResult(content=[text], is_error=True)
+    return CallToolResult(content=[text], structured_content=answer.structured)
 
 
-def _failure(answer: Frame) -> str:
-    if isinstance(answer, events.Failed):
-        return answer.message
-    return f"the background Seelen answered {answer.TAG}"
+async def _text(read: Callable[[], str]) -> str:
+    """A resource's or the prompt's text (ResourceError with one sentence when it fails)."""
+    try:
+        return await asyncio.to_thread(read)
+    except SeelenError as exc:
+        raise ResourceError(str(exc)) from None
 
 
 def client_name(ctx: Context[Any, Any]) -> str:
@@ -167,23 +139,25 @@ def client_name(ctx: Context[Any, Any]) -> str:
     return params.client_info.name if params is not None and params.client_info else ""
 
 
-def build_server(settings: Settings, *, read_only: bool = False) -> SeelenMCP:
-    """The server for one profile; `read_only` offers no tool that writes."""
+def build_server(
+    settings: Settings, *, read_only: bool = False, knowledge: bool | None = None
+) -> SeelenMCP:
+    """The server for one profile; `read_only` offers no tool that writes; `knowledge`
+    (default: whether the profile has knowledge folders) offers `search_knowledge`."""
     import seelen
 
     server = SeelenMCP(
         "seelen",
-        instructions=f"{INSTRUCTIONS}\n\n{served(settings)}",
+        instructions=tools.instructions(settings),
         version=seelen.__version__,
         log_level="WARNING",
     )
-    link = OwnerLink(settings)
-    _reading_tools(server, link)
+    _reading_tools(server, settings)
     if not read_only:
-        _writing_tools(server, link)
-    if knowledge_configured(settings):
-        _knowledge_tool(server, link)
-    _resources_and_prompt(server, link)
+        _writing_tools(server, settings)
+    if knowledge_configured(settings) if knowledge is None else knowledge:
+        _knowledge_tool(server, settings)
+    _resources_and_prompt(server, settings)
     return server
 
 
@@ -207,7 +181,7 @@ def _described(tool: Tool, kind: type) -> None:
                 part["properties"][f.name]["description"] = f.metadata["doc"]
 
 
-def _reading_tools(server: SeelenMCP, link: OwnerLink) -> None:
+def _reading_tools(server: SeelenMCP, settings: Settings) -> None:
     @server.tool(annotations=READ)
     async def search_memory(
         query: Annotated[str, Field(description="what to look for: a question, names, topics")],
@@ -227,13 +201,8 @@ def _reading_tools(server: SeelenMCP, link: OwnerLink) -> None:
         past, preferences, people or plans; search again with other words if it misses.
         Returns the best turns and session summaries with date, role, session, text_id and
         score, best first."""
-        request = calls.Search(query=query, limit=limit, since=since, until=until)
-        answer = await link.answer(request)
-        if not isinstance(answer, results.SearchResult):
-            return _error(_failure(answer))
-        best = answer.top(limit)
-        content = TextContent(type="text", text=as_text.items_text(best.best_first()))
-        return CallToolResult(content=[content], structured_content=to_json(best))
+        args = {"query": query, "limit": limit, "since": since, "until": until}
+        return await _run(settings, "search_memory", args)
 
     @server.tool(annotations=READ)
     async def recent_sessions(
@@ -241,15 +210,14 @@ def _reading_tools(server: SeelenMCP, link: OwnerLink) -> None:
     ) -> Annotated[CallToolResult, results.SessionList]:
         """The user's newest conversations with Seelen, newest first: when each began and
         ended, and its summary. Use it for "what did we talk about lately"."""
-        request = calls.ListSessions(n=n)
-        return await link.tool(request, results.SessionList, as_text.sessions_text)
+        return await _run(settings, "recent_sessions", {"n": n})
 
     @server.tool(annotations=READ)
     async def get_profile() -> Annotated[CallToolResult, results.ProfileInfo]:
         """What Seelen knows about the user (their profile, kept up to date from their
         conversations), Seelen's own persona, and which memory this is (profile, data dir,
         how much it holds). Read it once at the start of a task that is about the user."""
-        return await link.tool(calls.GetProfile(), results.ProfileInfo, as_text.profile_text)
+        return await _run(settings, "get_profile", {})
 
     for name, kind in (
         ("search_memory", results.SearchResult),
@@ -259,7 +227,7 @@ def _reading_tools(server: SeelenMCP, link: OwnerLink) -> None:
         server.describe_output(name, kind)
 
 
-def _writing_tools(server: SeelenMCP, link: OwnerLink) -> None:
+def _writing_tools(server: SeelenMCP, settings: Settings) -> None:
     @server.tool(annotations=WRITE)
     async def remember(
         text: Annotated[str, Field(description="the fact, in the user's own terms")],
@@ -269,8 +237,7 @@ def _writing_tools(server: SeelenMCP, link: OwnerLink) -> None:
         this assistant, so that Seelen and every assistant connected to it find it later.
         Call it when the user asks you to remember something or states a lasting fact
         about themselves (one fact per call, up to 4,000 characters). Returns its text_id."""
-        request = calls.Remember(text=text, client=client_name(ctx), key=uuid.uuid4().hex)
-        return await link.tool(request, results.Remembered, as_text.remembered_text)
+        return await _run(settings, "remember", {"text": text}, client_name(ctx))
 
     @server.tool(annotations=FORGET)
     async def forget(
@@ -278,14 +245,13 @@ def _writing_tools(server: SeelenMCP, link: OwnerLink) -> None:
     ) -> Annotated[CallToolResult, results.Forgotten]:
         """Delete one remembered text (a turn or a session summary) for good, by the
         text_id that search_memory showed. Only when the user asks to forget it."""
-        request = calls.Forget(text_id=text_id)
-        return await link.tool(request, results.Forgotten, as_text.forgotten_text)
+        return await _run(settings, "forget", {"text_id": text_id})
 
     for name, kind in (("remember", results.Remembered), ("forget", results.Forgotten)):
         server.describe_output(name, kind)
 
 
-def _knowledge_tool(server: SeelenMCP, link: OwnerLink) -> None:
+def _knowledge_tool(server: SeelenMCP, settings: Settings) -> None:
     @server.tool(annotations=READ)
     async def search_knowledge(
         query: Annotated[str, Field(description="names, places, topics or words to look for")],
@@ -293,38 +259,33 @@ def _knowledge_tool(server: SeelenMCP, link: OwnerLink) -> None:
     ) -> Annotated[CallToolResult, results.NoteResult]:
         """Search the user's own notes and documents (Seelen's knowledge folders) and
         return the best passages with their file and heading."""
-        request = calls.SearchNotes(query=query, limit=limit)
-        return await link.tool(
-            request, results.NoteResult, lambda r: as_text.notes_text(r.passages)
-        )
+        return await _run(settings, tools.NOTES, {"query": query, "limit": limit})
 
-    server.describe_output("search_knowledge", results.NoteResult)
+    server.describe_output(tools.NOTES, results.NoteResult)
 
 
-def _resources_and_prompt(server: SeelenMCP, link: OwnerLink) -> None:
+def _resources_and_prompt(server: SeelenMCP, settings: Settings) -> None:
     @server.resource(
-        "seelen://profile",
+        tools.PROFILE_URI,
         name="profile",
         description="What Seelen knows about the user (user_profile.txt)",
         mime_type="text/plain",
     )
     async def profile() -> str:
-        return (await link.result(calls.GetProfile(), results.ProfileInfo)).profile
+        return await _text(lambda: tools.read_resource(settings, tools.PROFILE_URI) or "")
 
     @server.resource(
-        "seelen://persona",
+        tools.PERSONA_URI,
         name="persona",
         description="Seelen's persona, its picture of itself (persona_memory.txt)",
         mime_type="text/plain",
     )
     async def persona() -> str:
-        return (await link.result(calls.GetProfile(), results.ProfileInfo)).persona
+        return await _text(lambda: tools.read_resource(settings, tools.PERSONA_URI) or "")
 
     @server.prompt(
-        name="seelen_memory",
+        name=tools.PROMPT,
         description="Start with what Seelen knows about the user, and how to use its memory",
     )
     async def seelen_memory() -> str:
-        info = await link.result(calls.GetProfile(), results.ProfileInfo)
-        profile_text = info.profile.strip() or "(Seelen knows nothing about me yet.)"
-        return f"{INSTRUCTIONS}\n\nWhat Seelen knows about me:\n{profile_text}"
+        return await _text(lambda: tools.memory_prompt(settings))
