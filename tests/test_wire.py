@@ -13,7 +13,6 @@ import pytest
 import seelen
 from seelen.protocol import (
     OWNER_REPLIES,
-    RESULTS,
     calls,
     codec,
     decode_answer,
@@ -21,6 +20,7 @@ from seelen.protocol import (
     events,
     results,
 )
+from seelen.protocol.results import RESULTS
 
 ITEM = results.MemoryItem(
     rank=1,

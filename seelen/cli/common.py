@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -53,7 +52,10 @@ _FLAG_NAMES = {
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run one coroutine on a fresh event loop."""
+    """Run one coroutine on a fresh event loop (asyncio is imported here: an `ask` that its
+    owner answers never needs it)."""
+    import asyncio
+
     return asyncio.run(coro)
 
 

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 from seelen.client import place
 from seelen.client.connect import LOST, OwnerLost, connect, frames, stop_owner
-from seelen.protocol import calls, codec, events, results
+from seelen.protocol import calls, codec, events
 
 if TYPE_CHECKING:
     from seelen.config import Settings
+    from seelen.protocol import results
 
 R = TypeVar("R", bound=calls.Request)
 # How often a request is sent to a fresh owner when the one it went to stopped before
@@ -159,6 +160,8 @@ def import_file(
     """Import the export at `path` through the process that holds the profile (an open chat,
     the warm owner, or one started for it), with its progress. None: no owner can run here
     (SEELEN_OWNER=false, a socket path too long, an owner that could not start)."""
+    from seelen.protocol import results
+
     socket_file = place.socket_path(settings)
     if not settings.owner or not place.usable(socket_file):
         return None

@@ -12,14 +12,14 @@ whether the profile is open in their own process or in the owner's. Standard lib
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import cast
 
-from seelen.protocol import calls, codec, events, results
+from seelen.protocol import calls, codec, events
 from seelen.protocol.codec import Frame, Registry, to_json
 
 __all__ = [
     "OWNER_REPLIES",
-    "RESULTS",
     "Frame",
     "calls",
     "codec",
@@ -29,20 +29,19 @@ __all__ = [
     "results",
     "to_json",
 ]
-RESULTS: tuple[type[Frame], ...] = (
-    results.SearchResult,
-    results.Remembered,
-    results.Forgotten,
-    results.SessionList,
-    results.ProfileInfo,
-    results.NoteResult,
-    results.ImportProgress,
-    results.Imported,
-    results.IndexState,
-)
 OWNER_REPLIES: tuple[type[Frame], ...] = (calls.Refused, calls.OwnerStatus, calls.Stopping)
 _REQUESTS = Registry("op", calls.REQUESTS)
-_ANSWERS = Registry("type", (*events.EVENTS, *RESULTS, *OWNER_REPLIES))
+
+
+def _results() -> tuple[type[Frame], ...]:
+    from seelen.protocol.results import RESULTS
+
+    return RESULTS
+
+
+# The results are read the first time one arrives: `seelen ask` never needs them (a dozen
+# classes, a few milliseconds of its start).
+_ANSWERS = Registry("type", (*events.EVENTS, *OWNER_REPLIES), more=_results)
 
 
 def decode_request(line: bytes) -> calls.Request:
@@ -53,3 +52,12 @@ def decode_request(line: bytes) -> calls.Request:
 def decode_answer(line: bytes) -> Frame:
     """An owner's line as what it answers; ValueError when it is nothing it answers."""
     return _ANSWERS.decode(line)
+
+
+def __getattr__(name: str) -> ModuleType:
+    """`protocol.results`, imported when first used."""
+    if name == "results":
+        from seelen.protocol import results
+
+        return results
+    raise AttributeError(name)

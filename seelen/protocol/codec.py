@@ -61,20 +61,31 @@ def encode(frame: Frame) -> bytes:
 
 
 class Registry:
-    """The frames one end may receive, by tag."""
+    """The frames one end may receive, by tag. `more` names the rest, loaded the first time
+    a tag is not among `classes` (a client that only asks never imports the results)."""
 
-    def __init__(self, key: str, classes: typing.Iterable[type[Frame]]) -> None:
+    def __init__(
+        self,
+        key: str,
+        classes: typing.Iterable[type[Frame]],
+        more: typing.Callable[[], typing.Iterable[type[Frame]]] | None = None,
+    ) -> None:
         self.key = key
         self.classes = {c.TAG: c for c in classes}
+        self._more = more
 
     def decode(self, line: bytes) -> Frame:
         """The frame on `line`; ValueError when it is none of these."""
         data = json.loads(line.decode("utf-8"))
         if not isinstance(data, dict):
             raise ValueError("a message must be a JSON object")
-        cls = self.classes.get(data.get(self.key))  # type: ignore[arg-type]
+        tag = data.get(self.key)
+        if tag not in self.classes and self._more is not None:
+            self.classes.update((c.TAG, c) for c in self._more())
+            self._more = None
+        cls = self.classes.get(tag)  # type: ignore[arg-type]
         if cls is None:
-            raise ValueError(f"unknown message {self.key} {data.get(self.key)!r}")
+            raise ValueError(f"unknown message {self.key} {tag!r}")
         return build(cls, data)
 
 

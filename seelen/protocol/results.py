@@ -182,3 +182,17 @@ class IndexState(Frame):
     FINAL: ClassVar[bool] = True
     unindexed: int
     error: str = ""  # why indexing stopped, when it did
+
+
+# The results that travel alone on the socket, each the answer to one call.
+RESULTS: tuple[type[Frame], ...] = (
+    SearchResult,
+    Remembered,
+    Forgotten,
+    SessionList,
+    ProfileInfo,
+    NoteResult,
+    ImportProgress,
+    Imported,
+    IndexState,
+)
