@@ -12,6 +12,7 @@ whether the profile is open in their own process or in the owner's. Standard lib
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 from typing import cast
 
@@ -56,8 +57,6 @@ def decode_answer(line: bytes) -> Frame:
 
 def __getattr__(name: str) -> ModuleType:
     """`protocol.results`, imported when first used."""
-    if name == "results":
-        from seelen.protocol import results
-
-        return results
+    if name == "results":  # importing the submodule sets the attribute: no second call
+        return importlib.import_module("seelen.protocol.results")
     raise AttributeError(name)
