@@ -179,9 +179,11 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
 
     # --- sessions ------------------------------------------------------------------------
 
-    def create_session(self, status: str = ACTIVE, *, start_ms: int | None = None) -> Session:
-        """Start a new session (active unless said otherwise)."""
-        sid, ts = new_id(), start_ms if start_ms is not None else now_ms()
+    def create_session(
+        self, status: str = ACTIVE, *, start_ms: int | None = None, session_id: str = ""
+    ) -> Session:
+        """Start a new session (active unless said otherwise; a new id unless given)."""
+        sid, ts = session_id or new_id(), start_ms if start_ms is not None else now_ms()
         with self._tx() as db:
             db.execute(
                 "INSERT INTO session (session_id, start_timestamp, status) VALUES (?, ?, ?)",
