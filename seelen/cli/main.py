@@ -259,8 +259,10 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
             console.print(f"[bold]{key:<12}[/bold] {escape(value)}", soft_wrap=True)
         for check in checks:
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
+            if check.pending:  # work under way (indexing) is no failure
+                mark = "[yellow]…[/yellow]"
             console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
-        return all(c.ok for c in checks)
+        return all(c.ok or c.pending for c in checks)
 
     async def body(application: App) -> bool:
         return show(facts(application), await run_checks(application))

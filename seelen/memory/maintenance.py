@@ -52,11 +52,14 @@ def _vectors(app: OpenProfile) -> VectorIndex:
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing `check` looked at: whether it is right, and what it saw."""
+    """One thing `check` looked at: whether it is right, and what it saw. A `pending` one
+    is not right yet only because work is under way (texts waiting to be embedded, vectors
+    of another embedding model to be replaced): the profile's writer finishes it."""
 
     name: str
     ok: bool
     detail: str
+    pending: bool = False
 
 
 @contextmanager
@@ -108,18 +111,26 @@ def index_findings(app: OpenProfile) -> list[Finding]:
     """The vector index: readable, of the current model, one vector per text."""
     index = _vectors(app)
     if not index.compatible():
-        stored = index.stored_model() or "an unreadable record"
-        return [Finding("vector model", False, f"vectors of {stored}, expected {index.model_id}")]
+        stored = index.stored_model()
+        detail = f"vectors of {stored or 'an unreadable record'}, expected {index.model_id}"
+        return [Finding("vector model", False, detail, pending=stored is not None)]
     findings = [Finding("vector model", True, index.model_id)]
     try:
         drifts = [measure(app.store, index, kind) for kind in KINDS]
     except StoreError as exc:
         return [*findings, Finding("vector index readable", False, str(exc))]
     for drift in drifts:
-        findings.append(
-            Finding(f"vectors of {drift.kind}", drift.ok and not drift.pending, drift.describe())
-        )
+        ok, waiting = drift.ok and not drift.pending, drift.ok and bool(drift.pending)
+        findings.append(Finding(f"vectors of {drift.kind}", ok, drift.describe(), waiting))
     return findings
+
+
+def rebuild_under_way(app: OpenProfile) -> bool:
+    """Whether a re-index is being built beside the index (or one a crash cut short waits
+    for the next start to remove it)."""
+    from seelen.vectors.folders import present, staging_path
+
+    return present(staging_path(_vectors(app).path))
 
 
 def _file_finding(path: Path) -> Finding:
