@@ -64,3 +64,18 @@ def test_a_memory_search_hit_says_which_ranker_found_it(env: ModelServer, data_d
     assert listed[0].startswith(f"{sid[:12]}  ") and listed[0].endswith("archived, 2 turns")
     # The summary whole, on its own line (a table column had room for "Dad…").
     assert listed[1] == "    Dad's birthday is on Saturday; we plan a picnic by the lake."
+
+
+def test_sessions_list_counts_the_turns_that_are_left(data_dir: Path) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    sid = store.create_session().session_id
+    turns = store.add_turns(sid, [("user", f"line {n}", None, n) for n in range(4)])
+    store.mark_archived(sid)
+    store.close()
+    assert run_cli("memory", "forget", turns[1].text_id).returncode == 0
+    listed = run_cli("sessions", "list").stdout.splitlines()
+    assert listed[0].endswith("archived, 3 turns"), listed  # (before: 4, the forgotten one too)
+    shown = run_cli("sessions", "show", sid[:8]).stdout
+    assert [n for n in range(4) if f"line {n}" in shown] == [0, 2, 3]
+    assert open_store(data_dir).get_session(sid).conv_count == 3  # the stored count follows
