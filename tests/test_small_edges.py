@@ -79,3 +79,31 @@ def test_sessions_list_counts_the_turns_that_are_left(data_dir: Path) -> None:
     shown = run_cli("sessions", "show", sid[:8]).stdout
     assert [n for n in range(4) if f"line {n}" in shown] == [0, 2, 3]
     assert open_store(data_dir).get_session(sid).conv_count == 3  # the stored count follows
+
+
+def test_one_of_anything_reads_as_one(tmp_path: Path, data_dir: Path) -> None:
+    import json
+
+    from history_exports import claude_export
+
+    from seelen.memory.imports.summaries import Estimate
+    from seelen.memory.indexer import Drift
+
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(claude_export()[:1]), "utf-8")
+    imported = run_cli("import", "--from", "claude", str(export))
+    assert imported.returncode == 0, imported.stderr
+    said = " ".join(imported.stderr.split())  # (stdout is left to what is asked for)
+    assert " in 1 new session from Claude (1 conversation in the export)." in said
+    assert (
+        Estimate(("s",), 10, 20)
+        .describe("m")
+        .startswith("Summarising 1 conversation with m: 1 request,")
+    )
+    drift = Drift(
+        "turns", texts=1, vectors=1, pending=0, missing=(), orphans=("a",), duplicates=("b",)
+    )
+    assert (
+        drift.describe()
+        == "turns: 1 vector for 1 text; 1 vector without a text; 1 text with several vectors"
+    )

@@ -32,7 +32,8 @@ from seelen.agent.events import (
     TurnUsage,
 )
 from seelen.agent.turn import outcome_preview
-from seelen.chat.visible import counted, visible
+from seelen.chat.visible import visible
+from seelen.counts import counted
 from seelen.memory.context import one_line
 
 if TYPE_CHECKING:
@@ -284,5 +285,5 @@ class EventPrinter:
         elif isinstance(event, TurnUsage) and self.show_usage:
             out.print(
                 f"[dim]{event.prompt_tokens}+{event.completion_tokens} tokens, "
-                f"{event.tool_calls} tool calls, {event.seconds:.1f}s[/dim]"
+                f"{counted(event.tool_calls, 'tool call')}, {event.seconds:.1f}s[/dim]"
             )

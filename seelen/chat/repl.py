@@ -25,6 +25,7 @@ from rich.text import Text
 from seelen.chat.input import keys_unechoed, prompt_session
 from seelen.chat.slash import COMMANDS
 from seelen.config import Settings
+from seelen.counts import counted, number_ranges
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -45,17 +46,6 @@ def _shown(text: str) -> str:
     from seelen.chat.render import shown
 
     return shown(text)
-
-
-def number_ranges(numbers: list[int]) -> str:
-    """Ascending numbers as ranges: [3, 4, 5, 9] -> "3-5, 9"."""
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _short(text: str, limit: int) -> str:
@@ -449,7 +439,7 @@ class Repl:
         if self._archiving is not None and not self._archiving.done():
             indexing = f"archiving the last session…{' · ' + indexing if indexing else ''}"
         return (
-            f" {s.profile} · session {sid} · {self._turns} turns · "
+            f" {s.profile} · session {sid} · {counted(self._turns, 'turn')} · "
             f"{self.app.provider.chat_model} · {indexing + ' · ' if indexing else ''}"
             "Alt-Enter: new line · /help"
         )

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from seelen.chat.visible import counted
+from seelen.counts import counted
 from seelen.errors import SeelenError
 from seelen.memory.explain import Ranking
 from seelen.memory.transfer import ImportReport, import_export

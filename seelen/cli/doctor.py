@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from seelen.app import App
 from seelen.app.build import chat_model
-from seelen.chat.visible import counted
 from seelen.config import Settings
+from seelen.counts import counted
 from seelen.errors import SeelenError, StoreError
 from seelen.models.chat import OpenAIChatModel
 from seelen.models.provider import Provider, choose_provider, reply_cap, start_local_server

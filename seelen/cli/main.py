@@ -27,6 +27,7 @@ from seelen.cli.mcp import mcp_app
 from seelen.cli.memory import register as register_memory_commands
 from seelen.cli.preflight import check_start
 from seelen.config import Settings, existing_profiles
+from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     print(
         f"running: pid {status.pid} ({status.kind}"
         f"{', memory calls only' if status.memory_only else ''}), since {started}, "
-        f"{status.answered} answers, {'busy' if status.busy else 'idle'}, "
+        f"{counted(status.answered, 'answer')}, {'busy' if status.busy else 'idle'}, "
         f"version {status.version}"
     )
 

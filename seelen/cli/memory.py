@@ -25,6 +25,7 @@ from seelen.cli.common import (
     settings_from,
     stderr_console,
 )
+from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def memory_forget(
     def body(application: App, console: Console) -> None:
         if session is not None:
             n = forget_session(application, session)
-            console.print(f"Forgot session {session} ({n} texts).", markup=False)
+            console.print(f"Forgot session {session} ({counted(n, 'text')}).", markup=False)
         else:
             forget_text(application, text_id or "")
             console.print(f"Forgot {text_id}.", markup=False)
@@ -145,7 +146,7 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
         assert application.index is not None  # a writer has its indexer
         with progress_bar(console, "re-indexing", application.index.pending()) as progress:
             n = reindex_all(application, progress)
-        console.print(f"Re-indexed {n} texts.")
+        console.print(f"Re-indexed {counted(n, 'text')}.")
 
     _memory_command(profile, data_dir, body, write="memory reindex")
 
@@ -222,7 +223,8 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not 1 <= number <= len(versions):
-                raise SeelenError(f"{label} has {len(versions)} earlier versions; see history")
+                earlier = counted(len(versions), "earlier version")
+                raise SeelenError(f"{label} has {earlier}; see history")
             a.files.write(filename, versions[number - 1].read_text("utf-8"))
             print(f"restored {label} from version {number}")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from seelen.counts import counted
 from seelen.errors import SeelenError, StoreError
 from seelen.files import atomic_write, close_up, private_dir
 from seelen.memory.indexer import KINDS, measure
@@ -97,13 +98,11 @@ def sqlite_findings(db_path: Path) -> list[Finding]:
             orphans = db.execute("PRAGMA foreign_key_check").fetchall()
     except StoreError as exc:
         return [Finding("SQLite integrity", False, str(exc))]
+    point = "points" if len(orphans) == 1 else "point"
+    keys = f"{counted(len(orphans), 'row')} {point} at a missing session" if orphans else "ok"
     return [
         Finding("SQLite integrity", verdict == ["ok"], "; ".join(verdict[:5])),
-        Finding(
-            "SQLite foreign keys",
-            not orphans,
-            f"{len(orphans)} rows point at a missing session" if orphans else "ok",
-        ),
+        Finding("SQLite foreign keys", not orphans, keys),
     ]
 
 
@@ -149,7 +148,7 @@ def repair(app: OpenProfile, progress: Progress | None = None) -> list[str]:
     done += app.index.repair(progress)
     indexed = app.index.index_all(progress)
     if indexed:
-        done.append(f"indexed {indexed} texts")
+        done.append(f"indexed {counted(indexed, 'text')}")
     for finding in check(app):
         if not finding.ok:
             done.append(f"still wrong: {finding.name}: {finding.detail}")
@@ -179,7 +178,10 @@ def _adopt_orphan_rows(db_path: Path) -> list[str]:
                 "VALUES (?, ?, ?, 'archived')",
                 (session_id, start, end),
             )
-    return [f"gave {len(missing)} orphaned sessions their session row again"] if missing else []
+    if not missing:
+        return []
+    their = "its" if len(missing) == 1 else "their"
+    return [f"gave {counted(len(missing), 'orphaned session')} {their} session row again"]
 
 
 # -- optimize ----------------------------------------------------------------------------
@@ -281,7 +283,7 @@ def find_backup(profile_dir: Path, which: str | None) -> Path:
         return found[0]
     if which.isdigit():
         if not 1 <= int(which) <= len(found):
-            raise SeelenError(f"restore: there are {len(found)} backups, not {which}")
+            raise SeelenError(f"restore: there are {counted(len(found), 'backup')}, not {which}")
         return found[int(which) - 1]
     matches = [p for p in found if p.name == which] or [
         p for p in found if p.name.startswith(which)
