@@ -107,3 +107,30 @@ def test_one_of_anything_reads_as_one(tmp_path: Path, data_dir: Path) -> None:
         drift.describe()
         == "turns: 1 vector for 1 text; 1 vector without a text; 1 text with several vectors"
     )
+
+
+async def test_save_says_what_rewrite_files_auto_decided_and_why(env: ModelServer) -> None:
+    from test_memory import open_app, say, scripted
+
+    from seelen.chat.repl import Repl
+    from seelen.config import load_settings
+    from seelen.models.provider import Provider, files_kept_reason
+
+    local, remote = Provider("local", "", "", "m", "m"), Provider("openai", "u", "k", "m", "m")
+    settings = load_settings()
+    assert files_kept_reason(settings, remote) == ""  # auto, an endpoint: it rewrites them
+    assert files_kept_reason(load_settings({"REWRITE_FILES": "false"}), remote) == (
+        "REWRITE_FILES=false"
+    )
+    env.responder = scripted({"summary": "Ada talked about Miso."})
+    app = await open_app()
+    app.sessions.keep_files = files_kept_reason(settings, local)  # as built for the bundled model
+    await say(app, "My cat is called Miso")
+    out = io.StringIO()
+    assert await Repl(app, Console(file=out, width=300)).handle("/save")
+    notes = [line for line in out.getvalue().splitlines() if "kept" in line]
+    assert notes == [  # once, for both files (before: "REWRITE_FILES is off", twice)
+        "the profile and persona were kept as they are: the bundled model's rewrites were "
+        "invented text (REWRITE_FILES=auto; REWRITE_FILES=true lets it rewrite them)"
+    ]
+    await app.aclose()

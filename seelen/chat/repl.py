@@ -416,8 +416,10 @@ class Repl:
             self.console.print("Memory is being embedded again for your language(s)…")
         note = " (resumed)" if result.resumed else ""
         self.console.print(f"[green]{headline}{note}.[/green]{then}")
+        noted: set[str] = set()
         for change in result.changes:
-            if change.note:
+            if change.note and change.note not in noted:  # a note on both files: once
+                noted.add(change.note)
                 self.console.print(f"[yellow]{_shown(change.note)}[/yellow]")
             if change.changed:
                 self.console.print(f"[bold]{change.name}[/bold] changed:")

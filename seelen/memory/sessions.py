@@ -77,7 +77,7 @@ class Sessions:
         max_live: int = 20,
         fold_count: int = 10,
         input_tokens: int = 6000,
-        rewrite_files: bool = True,
+        keep_files: str = "",
     ) -> None:
         self.store = store
         self.files = files
@@ -87,7 +87,7 @@ class Sessions:
         self.max_live = max_live
         self.fold_count = fold_count
         self.input_tokens = input_tokens  # the most a transcript may send to the tool model
-        self.rewrite_files = rewrite_files  # False: /save keeps the persona and profile
+        self.keep_files = keep_files  # why /save keeps the persona and profile ('' : it rewrites)
         self._current: Session | None = None
         self._stored = False  # whether the current session has its row in the store yet
 
@@ -271,7 +271,7 @@ class Sessions:
                 await asyncio.to_thread(self._write_recorded, sid, name, steps[name])
         todo = [name for name in (PROFILE, PERSONA) if name not in steps]
         if todo:
-            if self.rewrite_files:
+            if not self.keep_files:
                 progress("updating the user profile and persona")
             changes = await asyncio.gather(
                 *(self._update_file(sid, n, result.summary) for n in todo)
@@ -299,8 +299,8 @@ class Sessions:
     async def _update_file(self, sid: str, name: str, summary: str) -> Change:
         current = self.files.read(name)
         text, note = current, oversized_input(name, current)
-        if not self.rewrite_files:
-            note = f"{name} was kept as it was: REWRITE_FILES is off (the bundled model's default)"
+        if self.keep_files:  # the same note for both files: said once
+            note = f"the profile and persona were kept as they are: {self.keep_files}"
         if note is None:
             if name == PROFILE:
                 messages = profile_update_messages(current, summary, PROFILE_WORDS)
