@@ -134,3 +134,21 @@ async def test_save_says_what_rewrite_files_auto_decided_and_why(env: ModelServe
         "invented text (REWRITE_FILES=auto; REWRITE_FILES=true lets it rewrite them)"
     ]
     await app.aclose()
+
+
+async def test_retry_with_nothing_said_yet_says_so(env: ModelServer) -> None:
+    from test_memory import open_app, say
+
+    from seelen.chat.repl import Repl
+
+    app = await open_app()
+    out = io.StringIO()
+    repl = Repl(app, Console(file=out, width=200))
+    assert await repl.handle("/retry")
+    assert "nothing to retry: no message in this session yet" in out.getvalue()
+    assert "has an answer" not in out.getvalue()  # (before: on a new profile too)
+    await say(app, "hello")
+    assert await repl.handle("/retry")
+    assert "nothing to retry: the last message has an answer" in out.getvalue()
+    assert len(env.chat_requests()) == 1  # nothing was asked again
+    await app.aclose()
