@@ -152,3 +152,27 @@ async def test_retry_with_nothing_said_yet_says_so(env: ModelServer) -> None:
     assert "nothing to retry: the last message has an answer" in out.getvalue()
     assert len(env.chat_requests()) == 1  # nothing was asked again
     await app.aclose()
+
+
+def test_listings_read_well_at_80_columns(env: ModelServer, data_dir: Path) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    sid = store.create_session().session_id
+    long = "My sister moved to Lisbon last spring; " + "she loves the tiled facades " * 12
+    (turn,) = store.add_turns(sid, [("user", long, None, 1_000)])
+    store.add_summary(sid, "We talked about Lisbon: " + "the trams, the river, " * 8, 1, 2)
+    store.mark_archived(sid)
+    store.close()
+    found = run_cli("memory", "search", "Lisbon", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert max(len(line.rstrip()) for line in found) <= 80
+    at = next(n for n, line in enumerate(found) if f"id {turn.text_id[:12]}" in line)
+    hit = [line.split() for line in found[at - 2 : at + 2]]
+    assert hit[0][0] == "1" and hit[0][4:7] == ["user", "(words", "+"]  # rank, score, when
+    assert hit[1][:2] == ["session", sid[:8]] and hit[2][:2] == ["id", turn.text_id[:12]]
+    assert hit[2][-1].endswith("…") and hit[3][0] == "2"  # its text cut at 3 lines, marked
+    listed = run_cli("sessions", "list", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert len(listed) > 2 and all(line.startswith("    ") for line in listed[1:])  # indented
+    assert max(len(line.rstrip()) for line in listed) <= 80
+    assert run_cli("persona", "edit", env={"EDITOR": "sed -i s/warm/cold/"}).returncode == 0
+    versions = run_cli("persona", "history").stdout.splitlines()
+    assert len(versions) == 1 and len(versions[0]) <= 80 and versions[0].endswith("…")

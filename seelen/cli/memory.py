@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from seelen.app import App
 
 T = TypeVar("T")
+# Characters of a version's opening that `history` shows: with its number and time before
+# it (26 characters), the line fits a terminal of 80 columns.
+HISTORY_PREVIEW = 54
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
@@ -201,14 +204,17 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """List earlier versions, newest first (numbers for `restore`)."""
 
+        from seelen.chat.visible import visible
+        from seelen.memory.context import one_line
+
         def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not versions:
                 print(f"no earlier versions of {label}")
             for number, path in enumerate(versions, start=1):
                 saved = a.clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
-                first = path.read_text("utf-8").strip().splitlines()[:1]
-                print(f"{number:>3}  {saved}  {(first[0] if first else '')[:70]}")
+                first = " ".join(path.read_text("utf-8").split())  # its opening, on one line
+                print(f"{number:>3}  {saved}  {visible(one_line(first, HISTORY_PREVIEW))}")
 
         _memory_command(profile, data_dir, body)
 
