@@ -80,9 +80,7 @@ def test_a_piped_chat_on_a_full_disk_fails_naming_the_lines_not_kept(
         errors[0].startswith("error: cannot read or write")
         and "a full or failing disk" in errors[0]
     )
-    assert errors[1] == (
-        "seelen: 1 of 3 input lines failed and were not kept: line 2 (each error is above)"
-    )
+    assert errors[1] == "seelen: of 3 input lines: 1 message not kept (line 2); each error is above"
     store = open_store(data_dir)
     kept = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
     assert kept == ["hello", "bye"]

@@ -23,9 +23,10 @@ from rich.console import Console
 from rich.text import Text
 
 from seelen.chat.input import keys_unechoed, prompt_session
+from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
 from seelen.chat.slash import COMMANDS
 from seelen.config import Settings
-from seelen.counts import counted, number_ranges
+from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Repl:
         self.console = console
         # Where a line's failure is said: stderr for piped input, whose stdout is the replies.
         self.errors = errors or console
-        self._failed = False  # the line being handled failed (said on `errors`)
+        self._outcome = ""  # how the line being handled failed, if it did (`outcomes`)
         self.printer: EventPrinter | None = None
         self._pt_input, self._pt_output = pt_input, pt_output
         self._turns = 0
@@ -278,22 +279,16 @@ class Repl:
     async def run_stream(self, stream: IO[str]) -> None:
         """Like `run_lines` for a file (stdin), read in a thread: while the pipe is quiet,
         the event loop stays free to answer other terminals' questions. Lines that failed
-        (a full disk: not kept) are named at the end in one SeelenError."""
-        failed: list[int] = []
-        number = 0
+        (a full disk) are named at the end in one SeelenError, each as it fared: its message
+        kept without its reply, not kept, or a command that failed."""
+        tally = LineTally()
         while line := await asyncio.to_thread(stream.readline):
-            number += 1
             going_on = await self.handle(line.rstrip("\n"))
-            if self._failed:
-                failed.append(number)
+            tally.note(self._outcome)
             if not going_on:
                 break
-        if failed:
-            lines = "line" if len(failed) == 1 else "lines"
-            raise SeelenError(
-                f"{len(failed)} of {number} input lines failed and were not kept: "
-                f"{lines} {number_ranges(failed)} (each error is above)"
-            )
+        if failed := tally.sentence():
+            raise SeelenError(failed)
 
     # --- one line ------------------------------------------------------------------------
 
@@ -306,16 +301,18 @@ class Repl:
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
-        self._failed = False
+        self._outcome = ""
         if not await self._wait_until_open(line):
             return False
         async with self.turn_lock:
             return await self._handle(line)
 
-    def _error(self, exc: SeelenError) -> None:
-        """A line failed: one line on the error console; the chat goes on."""
-        self._failed = True
-        self.errors.print(f"[red]error:[/red] {_shown(str(exc))}", soft_wrap=True)
+    def _error(self, exc: SeelenError, outcome: str) -> None:
+        """A line failed (`outcome`, see `outcomes`): one line on the error console; the chat
+        goes on."""
+        self._outcome = outcome
+        kept = "; your message is kept: /retry answers it" if outcome == UNANSWERED else ""
+        self.errors.print(f"[red]error:[/red] {_shown(str(exc))}{kept}", soft_wrap=True)
 
     async def _handle(self, line: str) -> bool:
         if not line.strip():
@@ -331,9 +328,10 @@ class Repl:
             try:
                 return await cmd.handler(self, arg.strip())
             except SeelenError as exc:
-                self._error(exc)
+                self._error(exc, COMMAND)
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
+        said = self.app.sessions.current.conv_count  # one more once the message is stored
         try:
             if self.incognito is not None:  # nothing of it is stored, not even a session
                 events = self.app.bot.turn(text, ephemeral=True, unsaved=self.incognito)
@@ -341,7 +339,8 @@ class Repl:
                 events = self.app.bot.turn(text)
             await self.stream(events)
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
-            self._error(exc)
+            stored = self.incognito is None and self.app.sessions.current.conv_count > said
+            self._error(exc, UNANSWERED if stored else LOST)
         return True
 
     async def stream(self, events: AsyncIterator[Event]) -> None:
