@@ -181,11 +181,23 @@ class Repl:
         await stack.enter_async_context(
             serve_chat(runtime.app, self.turn_lock, self.note_remote_answer)
         )
+        stack.callback(self._say_remote_answer_waits)  # leaving: said before the wait for it
+        runtime.app.closing = self._say_closing
         self.show_start(runtime.restored)
         self.start_mcp(warm=True)  # a terminal: servers start while the user types
         runtime.app.bot.keep_prompt_warm()  # and a local model reads the prompt's beginning
         if self._session is not None:
             self._session.app.invalidate()  # the toolbar now has the session
+
+    def _say_closing(self, line: str) -> None:
+        """A step of closing that may take a while, said before it starts."""
+        self.console.print(Text(line, style="dim"))
+
+    def _say_remote_answer_waits(self) -> None:
+        """Leaving while a question from another terminal is answered (it holds the turn
+        lock: the chat's own turns are over): the chat waits for that answer, so say so."""
+        if self.turn_lock.locked():
+            self._say_closing("finishing the answer to a question from another terminal…")
 
     def _lock_taken(self) -> None:
         self._locked = True

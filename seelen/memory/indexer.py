@@ -112,6 +112,10 @@ class Indexer:
         self.repairs: list[str] = []  # what the last `repair` did, one line each
         self._doing: tuple[str, int, int] | None = None  # (what, done, total) of a long pass
 
+    def working(self) -> bool:
+        """Whether the background thread is embedding now (no I/O: its own state)."""
+        return self._thread is not None and not self._idle.is_set()
+
     def status(self) -> str:
         """A few words on a long pass under way ("re-indexing memory 120/2000"), else ''."""
         doing = self._doing
