@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from seelen.app import App
     from seelen.chat.render import EventPrinter
     from seelen.memory.sessions import ArchiveResult
+    from seelen.models.nearby import NearbyServers
     from seelen.runtime import Runtime
     from seelen.store import Session
 
@@ -71,8 +72,10 @@ class Repl:
         pt_input: Input | None = None,
         pt_output: Output | None = None,
         errors: Console | None = None,
+        nearby: NearbyServers | None = None,
     ) -> None:
         self._app: App | None = None
+        self._nearby = nearby  # servers on this machine to tell of, once (`tell_nearby`)
         if settings is None:
             assert app is not None, "a Repl needs an app or settings"
             settings = app.settings
@@ -134,6 +137,12 @@ class Repl:
                     who = "[bold]you[/bold]" if turn.role == "user" else "[bold]seelen[/bold]"
                     self.console.print(f"{who}: {_shown(_short(turn.text, 300))}")
 
+    async def tell_nearby(self) -> None:
+        """Once per profile: the OpenAI-compatible servers that answer on this machine, and
+        how to chat with one instead of the bundled model (`seelen.models.nearby`)."""
+        for line in await self._nearby.news() if self._nearby is not None else []:
+            self.console.print(Text(line, style="yellow"))
+
     def start_mcp(self, *, warm: bool = False) -> None:
         """Offer the MCP servers' tools; a failure is reported once, in one line. `warm`
         starts every server in the background (while the user types) instead of on first use."""
@@ -184,6 +193,7 @@ class Repl:
         stack.callback(self._say_remote_answer_waits)  # leaving: said before the wait for it
         runtime.app.closing = self._say_closing
         self.show_start(runtime.restored)
+        await self.tell_nearby()
         self.start_mcp(warm=True)  # a terminal: servers start while the user types
         runtime.app.bot.keep_prompt_warm()  # and a local model reads the prompt's beginning
         if self._session is not None:

@@ -106,7 +106,12 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
         new = f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
         console.print(f"{new}(the others: {', '.join(others)})", style="yellow", markup=False)
     if sys.stdin.isatty():  # the prompt first; the profile opens behind it
-        run(Repl(None, console, settings=settings).run_terminal())
+        from seelen.models.nearby import NearbyServers, offers_nearby
+
+        nearby = NearbyServers(settings.profile_dir) if offers_nearby(settings) else None
+        if nearby is not None:
+            nearby.start()  # in a thread, while the prompt draws and the profile opens
+        run(Repl(None, console, settings=settings, nearby=nearby).run_terminal())
         return
 
     async def body(application: App) -> None:
