@@ -250,7 +250,6 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     """Show the provider, models, embeddings and data dir in use, and check each one."""
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
     from rich.text import Text
 
     from seelen.chat.visible import visible
@@ -264,15 +263,11 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
     def show(found: list[tuple[str, str]], checks: list[Check]) -> bool:
         for key, value in found:
             console.print(f"[bold]{key:<12}[/bold] {escape(value)}", soft_wrap=True)
-        marks = Table.grid(padding=(0, 1))  # a long detail wraps under its text, not its mark
-        marks.add_column(no_wrap=True)
-        marks.add_column()
         for check in checks:
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
             if check.pending:  # work under way (indexing) is no failure
                 mark = "[yellow]…[/yellow]"
-            marks.add_row(Text.from_markup(mark), f"{check.name}: {visible(check.detail)}")
-        console.print(marks)
+            console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
         return all(c.ok or c.pending for c in checks)
 
     async def body(application: App) -> bool:
