@@ -142,8 +142,6 @@ def test_search_lists_turns_in_ranked_order_before_summaries(env: ModelServer) -
 def test_doctor_shows_indexing_under_way_as_such_and_no_exception_names(
     env: ModelServer, data_dir: Path
 ) -> None:
-    from helpers import open_store
-
     (data_dir / "default").mkdir(parents=True)
     store = open_store(data_dir)
     sid = store.create_session().session_id
