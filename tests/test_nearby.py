@@ -27,7 +27,7 @@ def other_web_server(tmp_path: Path) -> Iterator[str]:
         return SimpleHTTPRequestHandler(*args, directory=str(tmp_path))  # type: ignore[arg-type]
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()
