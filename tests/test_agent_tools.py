@@ -189,10 +189,9 @@ async def test_a_crash_between_a_tool_call_and_its_result_does_not_wedge_the_ses
     env: ModelServer,
 ) -> None:
     app = await open_app()
-    sid = app.sessions.current.session_id
-    app.store.add_turn(sid, "user", "what time is it?")
+    app.sessions.add_turn("user", "what time is it?")
     calls = [{"id": "lost1", "name": "current_time", "arguments": "{}"}]
-    app.store.add_turn(sid, "assistant", "", {"tool_calls": calls})  # then the process died
+    app.sessions.add_turn("assistant", "", {"tool_calls": calls})  # then the process died
     await app.aclose()
     app2 = await open_app()
     env.enqueue("Sorry, let me answer now.")

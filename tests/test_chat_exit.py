@@ -80,10 +80,41 @@ def test_a_piped_chat_on_a_full_disk_fails_naming_the_lines_not_kept(
         errors[0].startswith("error: cannot read or write")
         and "a full or failing disk" in errors[0]
     )
-    assert errors[1] == (
-        "seelen: 1 of 3 input lines failed and were not kept: line 2 (each error is above)"
-    )
+    assert errors[1] == "seelen: of 3 input lines: 1 message not kept (line 2); each error is above"
     store = open_store(data_dir)
     kept = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
     assert kept == ["hello", "bye"]
     store.close()
+
+
+async def test_closing_says_first_what_it_waits_for(data_dir: Path) -> None:
+    import threading
+
+    import numpy as np
+
+    from seelen.app import build_app
+    from seelen.config import load_settings
+
+    app = build_app(load_settings(), with_model=False)
+    assert app.index is not None
+    real, gate, embedding = app.index.embedder, threading.Event(), threading.Event()
+
+    class HeldEmbedder:  # the real model, held at a gate while it embeds a batch
+        model_id, dim = real.model_id, real.dim
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            embedding.set()
+            gate.wait(10)
+            return real.embed(texts)
+
+    app.index.embedder = HeldEmbedder()
+    sid = app.store.create_session().session_id
+    app.store.add_turns(sid, [("user", "my sister moved to Lisbon", None, 1)])
+    said: list[str] = []
+    app.closing = said.append
+    app.start_background()
+    assert embedding.wait(10) and app.index.working()
+    threading.Timer(0.3, gate.set).start()  # the batch ends while closing waits for it
+    await app.aclose()
+    assert said == ["finishing the vector index's current batch…"]
+    assert not app.index.working()

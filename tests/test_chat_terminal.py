@@ -32,3 +32,30 @@ def test_ctrl_c_during_a_reply_shows_it_once(env: ModelServer, data_dir: Path) -
     assert reply.role == "assistant" and reply.meta.get("interrupted")
     assert reply.text.startswith("word word word")
     store.close()
+
+
+def test_leaving_while_another_terminal_is_answered_says_what_it_waits_for(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    from helpers import asked, owner_serves, wait_until
+    from test_owner import _finish, _Gates, _start_asks
+
+    owner_env.responder = gates = _Gates("from afar")
+    with Terminal("chat") as terminal:
+        try:
+            assert terminal.read_until("›"), terminal.text
+            wait_until(lambda: owner_serves("chat", terminal.proc), 30, "the chat never served")
+            asks = _start_asks("from afar")  # the model answers it once the gate opens
+            wait_until(
+                lambda: any(asked(b) == "from afar" for b in owner_env.chat_requests()),
+                30,
+                "the question never reached the model",
+            )
+            terminal.send("\x04")  # Ctrl-D: (before: nothing on screen until that answer)
+            waits = "finishing the answer to a question from another terminal…"
+            assert terminal.read_until(waits, 10), terminal.text
+        finally:
+            gates.open()
+        assert terminal.wait() == 0, terminal.text
+    assert terminal.text.index(waits) < terminal.text.index("(answered a question from another")
+    assert _finish(asks) == [(0, "answer to from afar\n", "")]

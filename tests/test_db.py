@@ -64,9 +64,9 @@ def test_check_finds_drift_and_repair_fixes_it_without_losing_a_word(memory: App
     db.commit()
     db.close()
     problems = failed(memory)
-    assert problems["SQLite foreign keys"] == "1 rows point at a missing session"
+    assert problems["SQLite foreign keys"] == "1 row points at a missing session"
     assert "3 indexed texts without a vector" in problems["vectors of turns"]
-    assert "1 vectors without a text" in problems["vectors of turns"]
+    assert "1 vector without a text" in problems["vectors of turns"]
     assert "1 waiting to be indexed" in problems["vectors of turns"]  # the orphaned turn
     done = maintenance.repair(memory)
     assert not [line for line in done if line.startswith("still wrong")], done

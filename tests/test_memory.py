@@ -249,8 +249,7 @@ async def test_the_current_session_is_never_recalled(env: ModelServer) -> None:
 async def test_a_crash_between_sqlite_and_lancedb_is_repaired_on_start(env: ModelServer) -> None:
     app = await open_app()
     app.index.stop()  # as if the process died before indexing
-    sid = app.sessions.current.session_id
-    turn = app.store.add_turn(sid, "user", "The boat is called Seestern")
+    turn = app.sessions.add_turn("user", "The boat is called Seestern")
     await app.aclose()
     app2 = await open_app()
     await wait_indexed(app2)

@@ -149,3 +149,28 @@ def test_search_lists_turns_in_ranked_order_before_summaries(env: ModelServer) -
     render_hits(Console(file=out, width=200), result)
     text = out.getvalue()
     assert text.index("allergic") < text.index("peanut butter") < text.index("about food")
+
+
+def test_doctor_shows_indexing_under_way_as_such_and_no_exception_names(
+    env: ModelServer, data_dir: Path
+) -> None:
+    from test_chat_exit import archived_history
+
+    archived_history(data_dir)  # stored, not embedded yet: what a re-index leaves for a while
+    env.enqueue(Reply(text="ready"))
+    result = run_cli("doctor")
+    shown = " ".join(result.stdout.split())
+    assert result.returncode == 0, shown  # work in progress is no failure
+    assert "… vector index: turns: 0 vectors for 1 text; 1 waiting to be indexed" in shown
+    assert "✗" not in shown and "Error" not in shown
+    assert run_cli("db", "repair").returncode == 0  # indexed now
+    (data_dir / "default" / "lancedb.new").mkdir()  # where `memory reindex` builds anew
+    env.enqueue(Reply(text="ready"))
+    rebuilding = " ".join(run_cli("doctor").stdout.split())
+    assert "… vector index: turns: 1 vector for 1 text;" in rebuilding
+    assert "a re-index is being built beside the index" in rebuilding
+    env.enqueue(Reply(text=""))
+    empty = run_cli("doctor")
+    shown = " ".join(empty.stdout.split())
+    assert empty.returncode == 1
+    assert "✗ model answers: the model returned an empty answer" in shown  # no RuntimeError

@@ -104,7 +104,7 @@ def test_a_reader_changes_no_byte_while_a_writer_holds_the_profile(data_dir: Pat
         stats = run_cli("db", "stats")
         assert "waiting to be indexed  1" in stats.stdout
         check = run_cli("db", "check")  # it reports the orphan, repairs nothing
-        assert check.returncode == 1 and "1 vectors without a text" in check.stdout
+        assert check.returncode == 1 and "1 vector without a text" in check.stdout
 
         with Memory.open(data_dir, "default", read_only=True) as memory:
             with pytest.warns(UserWarning, match="not in the vector index yet"):

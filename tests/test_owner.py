@@ -137,6 +137,24 @@ def test_a_stale_socket_file_does_not_stop_a_client(owner_env: ModelServer, data
     assert result.stdout == "answer to still there?\n"
 
 
+def test_an_ephemeral_ask_through_the_owner_writes_no_session(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    # The owner opened the profile's session when it started: a new profile kept an empty
+    # session row after `ask --ephemeral`, listed as "active, 0 turns".
+    result = run_seelen("ask", "--ephemeral", "forget me")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answer to forget me\n"
+    assert _status().answered == 1  # the owner answered it
+    assert open_store(data_dir).list_sessions() == []
+    assert run_seelen("sessions", "list").stdout.strip() == "No session yet."
+    kept = run_seelen("ask", "keep me")  # the first kept question makes the session
+    assert kept.returncode == 0, kept.stderr
+    store = open_store(data_dir)
+    (session,) = store.list_sessions()
+    assert [t.text for t in store.turns(session.session_id)] == ["keep me", "answer to keep me"]
+
+
 def test_eight_parallel_asks_share_one_owner_and_each_gets_its_own_answer(
     owner_env: ModelServer, data_dir: Path
 ) -> None:

@@ -61,3 +61,115 @@ def test_a_memory_search_hit_says_which_ranker_found_it(env: ModelServer, data_d
     assert listed[0].startswith(f"{sid[:12]}  ") and listed[0].endswith("archived, 2 turns")
     # The summary whole, on its own line (a table column had room for "Dad…").
     assert listed[1] == "    Dad's birthday is on Saturday; we plan a picnic by the lake."
+
+
+def test_sessions_list_counts_the_turns_that_are_left(data_dir: Path) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    sid = store.create_session().session_id
+    turns = store.add_turns(sid, [("user", f"line {n}", None, n) for n in range(4)])
+    store.mark_archived(sid)
+    store.close()
+    assert run_cli("memory", "forget", turns[1].text_id).returncode == 0
+    listed = run_cli("sessions", "list").stdout.splitlines()
+    assert listed[0].endswith("archived, 3 turns"), listed  # (before: 4, the forgotten one too)
+    shown = run_cli("sessions", "show", sid[:8]).stdout
+    assert [n for n in range(4) if f"line {n}" in shown] == [0, 2, 3]
+    assert open_store(data_dir).get_session(sid).conv_count == 3  # the stored count follows
+
+
+def test_one_of_anything_reads_as_one(tmp_path: Path, data_dir: Path) -> None:
+    import json
+
+    from history_exports import claude_export
+
+    from seelen.memory.imports.summaries import Estimate
+    from seelen.memory.indexer import Drift
+
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(claude_export()[:1]), "utf-8")
+    imported = run_cli("import", "--from", "claude", str(export))
+    assert imported.returncode == 0, imported.stderr
+    said = " ".join(imported.stderr.split())  # (stdout is left to what is asked for)
+    assert " in 1 new session from Claude (1 conversation in the export)." in said
+    assert (
+        Estimate(("s",), 10, 20)
+        .describe("m")
+        .startswith("Summarising 1 conversation with m: 1 request,")
+    )
+    drift = Drift(
+        "turns", texts=1, vectors=1, pending=0, missing=(), orphans=("a",), duplicates=("b",)
+    )
+    assert (
+        drift.describe()
+        == "turns: 1 vector for 1 text; 1 vector without a text; 1 text with several vectors"
+    )
+
+
+async def test_save_says_what_rewrite_files_auto_decided_and_why(env: ModelServer) -> None:
+    from test_memory import open_app, say, scripted
+
+    from seelen.chat.repl import Repl
+    from seelen.config import load_settings
+    from seelen.models.provider import Provider, files_kept_reason
+
+    local, remote = Provider("local", "", "", "m", "m"), Provider("openai", "u", "k", "m", "m")
+    settings = load_settings()
+    assert files_kept_reason(settings, remote) == ""  # auto, an endpoint: it rewrites them
+    assert files_kept_reason(load_settings({"REWRITE_FILES": "false"}), remote) == (
+        "REWRITE_FILES=false"
+    )
+    env.responder = scripted({"summary": "Ada talked about Miso."})
+    app = await open_app()
+    app.sessions.keep_files = files_kept_reason(settings, local)  # as built for the bundled model
+    await say(app, "My cat is called Miso")
+    out = io.StringIO()
+    assert await Repl(app, Console(file=out, width=300)).handle("/save")
+    notes = [line for line in out.getvalue().splitlines() if "kept" in line]
+    assert notes == [  # once, for both files (before: "REWRITE_FILES is off", twice)
+        "the profile and persona were kept as they are: the bundled model's rewrites were "
+        "invented text (REWRITE_FILES=auto; REWRITE_FILES=true lets it rewrite them)"
+    ]
+    await app.aclose()
+
+
+async def test_retry_with_nothing_said_yet_says_so(env: ModelServer) -> None:
+    from test_memory import open_app, say
+
+    from seelen.chat.repl import Repl
+
+    app = await open_app()
+    out = io.StringIO()
+    repl = Repl(app, Console(file=out, width=200))
+    assert await repl.handle("/retry")
+    assert "nothing to retry: no message in this session yet" in out.getvalue()
+    assert "has an answer" not in out.getvalue()  # (before: on a new profile too)
+    await say(app, "hello")
+    assert await repl.handle("/retry")
+    assert "nothing to retry: the last message has an answer" in out.getvalue()
+    assert len(env.chat_requests()) == 1  # nothing was asked again
+    await app.aclose()
+
+
+def test_listings_read_well_at_80_columns(env: ModelServer, data_dir: Path) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    sid = store.create_session().session_id
+    long = "My sister moved to Lisbon last spring; " + "she loves the tiled facades " * 12
+    (turn,) = store.add_turns(sid, [("user", long, None, 1_000)])
+    store.add_summary(sid, "We talked about Lisbon: " + "the trams, the river, " * 8, 1, 2)
+    store.mark_archived(sid)
+    store.close()
+    found = run_cli("memory", "search", "Lisbon", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert max(len(line.rstrip()) for line in found) <= 80
+    at = next(n for n, line in enumerate(found) if f"id {turn.text_id[:12]}" in line)
+    hit = [line.split() for line in found[at - 2 : at + 2]]
+    assert hit[0][0] == "1" and hit[0][4:7] == ["user", "(words", "+"]  # rank, score, when
+    assert hit[1][:2] == ["session", sid[:8]] and hit[2][:2] == ["id", turn.text_id[:12]]
+    assert hit[2][-1].endswith("…") and hit[3][0] == "2"  # its text cut at 3 lines, marked
+    listed = run_cli("sessions", "list", env={"COLUMNS": "80"}).stdout.splitlines()
+    assert len(listed) > 2 and all(line.startswith("    ") for line in listed[1:])  # indented
+    assert max(len(line.rstrip()) for line in listed) <= 80
+    assert run_cli("persona", "edit", env={"EDITOR": "sed -i s/warm/cold/"}).returncode == 0
+    versions = run_cli("persona", "history").stdout.splitlines()
+    assert len(versions) == 1 and len(versions[0]) <= 80 and versions[0].endswith("…")

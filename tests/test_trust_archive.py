@@ -92,7 +92,7 @@ async def test_a_looping_fold_keeps_the_previous_rolling_summary(
     monkeypatch.setenv("MAX_CONV_NUM", "2")
     monkeypatch.setenv("REFRESH_EVERY_CONV_NUM", "1")
     app = await open_app()
-    sid = app.sessions.current.session_id
+    sid = app.store.create_session().session_id
     app.store.set_rolling_summary(sid, "Ada likes tea.", 0, 0)
     app.sessions.open()  # the session as stored, summary included
     env.responder = scripted({"fold": LOOP})

@@ -283,3 +283,34 @@ async def test_a_full_disk_mid_chat_is_one_line_and_the_chat_goes_on(env: ModelS
         "ok",
     ]
     await app.aclose()
+
+
+async def test_a_full_disk_in_piped_input_counts_each_line_as_it_fared(env: ModelServer) -> None:
+    import io
+
+    from rich.console import Console
+
+    from seelen.chat.repl import Repl
+    from seelen.errors import SeelenError
+
+    big = "y" * 200_000  # a reply (and a summary) that no longer fits on the disk
+    env.responder = scripted({"summary": big, "chat": lambda b: big if asked(b) == "hi" else "ok"})
+    app = await open_app()
+    shown, errors = io.StringIO(), io.StringIO()
+    repl = Repl(app, Console(file=shown, width=200), errors=Console(file=errors, width=400))
+    db = app.store._db
+    db.execute(f"PRAGMA max_page_count = {db.execute('PRAGMA page_count').fetchone()[0]}")
+    lines = io.StringIO(f"hi\n/save\n{'x' * 50_000}\nbye\n")
+    with pytest.raises(SeelenError) as failed:
+        await repl.run_stream(lines)
+    # (before: "3 of 4 input lines failed and were not kept: lines 1-3")
+    assert str(failed.value) == (
+        "of 4 input lines: 1 message kept without its reply (line 1), 1 message not kept "
+        "(line 3), 1 command failed (line 2); each error is above"
+    )
+    said = errors.getvalue().splitlines()
+    assert len(said) == 3 and "your message is kept: /retry answers it" in said[0]
+    users = [t.text for t in app.store.turns(app.sessions.current.session_id) if t.role == "user"]
+    kept = [t.text for s in app.store.list_sessions() for t in app.store.turns(s.session_id)]
+    assert "hi" in kept and "bye" in users and not any(t.startswith("xxx") for t in kept)
+    await app.aclose()

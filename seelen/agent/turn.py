@@ -152,7 +152,9 @@ class ChatBot:
         """Answer the last unanswered user turn again, without saving it twice."""
         question = await asyncio.to_thread(self.unanswered)
         if question is None:
-            yield Notice(message="nothing to retry: the last message has an answer")
+            said = self.sessions.current.conv_count  # no I/O: this process's own count
+            why = "the last message has an answer" if said else "no message in this session yet"
+            yield Notice(message=f"nothing to retry: {why}")
             return
         async for event in self._respond(question, TurnLog(self.sessions, keep=True), None):
             yield event

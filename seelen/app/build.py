@@ -24,9 +24,9 @@ from seelen.models.provider import (
     bundled,
     chat_sampling,
     choose_provider,
+    files_kept_reason,
     prompt_budget,
     reply_cap,
-    rewrites_files,
     start_local_server,
 )
 from seelen.store import Store
@@ -108,7 +108,7 @@ def _open_memory(
         max_live=settings.max_conv_num,
         fold_count=settings.refresh_every_conv_num,
         input_tokens=prompt_budget(settings, provider, replies),
-        rewrite_files=rewrites_files(settings, provider),
+        keep_files=files_kept_reason(settings, provider),
     )
     indexer, recall = build_recall(settings, provider, store, directory, read_only=read_only)
     if indexer is not None:

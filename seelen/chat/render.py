@@ -12,14 +12,17 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from seelen.chat.visible import counted, visible
+from seelen.chat.visible import visible
+from seelen.counts import counted
 from seelen.memory.context import one_line
 from seelen.protocol.events import (
     Done,
@@ -66,39 +69,45 @@ def shown(text: str) -> str:
 # --- memory as tables and lists --------------------------------------------------------
 
 
+# Lines of a hit's text a memory-search table shows: enough to recognise a turn, few enough
+# that a screen of 80x24 holds several hits (the whole text: `sessions show`).
+HIT_LINES = 3
+# Columns left of a hit's text: rank (3), score (6), when/session/id (16) and the gaps
+# between the four columns, measured with Rich's SIMPLE_HEAD box without its edge.
+HIT_META_WIDTH = 34
+
+
 def render_hits(console: Console, result: SearchResult) -> None:
-    """A table of the ranked turns (with the score they were ranked by), then the matching
-    sessions' summaries, each with date and session."""
+    """A table of the ranked turns in the order they were ranked (with the score they were
+    ranked by), then the matching sessions' summaries; each hit's date, session and id
+    stacked in one column, its text cut to `HIT_LINES` lines, so that it reads at 80
+    columns."""
     ranked = [i for i in result.turns if i.rank is not None]
     if not result.summaries and not ranked:
         console.print("[dim]Nothing found.[/dim]")
         return
-    table = Table(show_lines=False, expand=True)
-    for col, style in (
-        ("#", "dim"),
-        ("score", ""),
-        ("when", ""),
-        ("session", "dim"),
-        ("id", "dim"),
-        ("text", ""),
-    ):
-        table.add_column(
-            col,
-            style=style or None,
-            overflow="fold",
-            ratio=6 if col == "text" else None,
-            no_wrap=col != "text",
-        )
+    table = Table(box=box.SIMPLE_HEAD, expand=True, pad_edge=False, show_edge=False)
+    table.add_column("#", style="dim", width=3, no_wrap=True, justify="right")
+    table.add_column("score", width=6, no_wrap=True)
+    table.add_column("when", width=16, no_wrap=True)  # and the session and id below it
+    table.add_column("text", ratio=1, no_wrap=True)
+    width = max(console.width - HIT_META_WIDTH, 20)
     for number, item in enumerate([*ranked, *result.summaries], start=1):
         label = "summary" if item.kind == "summary" else item.role
+        text = Text.assemble(
+            (label or "", "bold"),
+            (f" ({found_by(item.rankers)})", "dim"),
+            ": ",
+            visible(one_line(item.text, width * HIT_LINES)),
+        )
         table.add_row(
             str(number),
             f"{item.score or 0.0:.4f}",
-            when(item.time),
-            item.session_id[:8],
-            item.text_id[:12],
-            f"[bold]{label}[/bold] [dim]({found_by(item.rankers)})[/dim]: "
-            f"{shown(one_line(item.text))}",
+            Text.assemble(
+                when(item.time),
+                (f"\nsession {item.session_id[:8]}\nid {item.text_id[:12]}", "dim"),
+            ),
+            _first_lines(console, text, width, HIT_LINES),
         )
     console.print(table)
     console.print(
@@ -107,6 +116,18 @@ def render_hits(console: Console, result: SearchResult) -> None:
         f"{result.ms:.0f} ms ({result.mode}); (words): it holds the query's "
         "words, (meaning): close in meaning, maybe with none of them[/dim]"
     )
+
+
+def _first_lines(console: Console, text: Text, width: int, lines: int) -> Text:
+    """`text` wrapped to `width`, its first `lines` lines, a cut marked with "…"."""
+    wrapped = text.wrap(console, width)
+    if len(wrapped) <= lines:
+        return Text("\n").join(wrapped)
+    kept = list(wrapped[:lines])
+    kept[-1].truncate(width - 1)
+    kept[-1].rstrip()
+    kept[-1].append("…")
+    return Text("\n").join(kept)
 
 
 def found_by(sources: Mapping[str, int]) -> str:
@@ -173,8 +194,9 @@ def render_sessions(console: Console, app: App, limit: int) -> None:
             )
         )
         text = summary.text if summary else s.rolling_summary
-        if text:
-            console.print(Text("    " + visible(one_line(text, 300)), style="dim"))
+        if text:  # indented as a whole, its wrapped lines too
+            summary_text = Text(visible(one_line(text, 300)), style="dim")
+            console.print(Padding(summary_text, (0, 0, 0, 4), expand=False))
 
 
 def render_session(console: Console, app: App, session: Session) -> None:
@@ -294,5 +316,5 @@ class EventPrinter:
         elif isinstance(event, TurnUsage) and self.show_usage:
             out.print(
                 f"[dim]{event.prompt_tokens}+{event.completion_tokens} tokens, "
-                f"{event.tool_calls} tool calls, {event.seconds:.1f}s[/dim]"
+                f"{counted(event.tool_calls, 'tool call')}, {event.seconds:.1f}s[/dim]"
             )

@@ -23,8 +23,10 @@ from rich.console import Console
 from rich.text import Text
 
 from seelen.chat.input import keys_unechoed, prompt_session
+from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
 from seelen.chat.slash import COMMANDS
 from seelen.config import Settings
+from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from seelen.app import App
     from seelen.chat.render import EventPrinter
     from seelen.memory.sessions import ArchiveResult
+    from seelen.models.nearby import NearbyServers
     from seelen.protocol.events import Event
     from seelen.service import ProfileService
     from seelen.store import Session
@@ -45,17 +48,6 @@ def _shown(text: str) -> str:
     from seelen.chat.render import shown
 
     return shown(text)
-
-
-def number_ranges(numbers: list[int]) -> str:
-    """Ascending numbers as ranges: [3, 4, 5, 9] -> "3-5, 9"."""
-    spans: list[list[int]] = []
-    for n in numbers:
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _short(text: str, limit: int) -> str:
@@ -80,9 +72,11 @@ class Repl:
         pt_input: Input | None = None,
         pt_output: Output | None = None,
         errors: Console | None = None,
+        nearby: NearbyServers | None = None,
     ) -> None:
         self._app: App | None = None
         self._service: ProfileService | None = None
+        self._nearby = nearby  # servers on this machine to tell of, once (`tell_nearby`)
         if settings is None:
             assert app is not None, "a Repl needs an app or settings"
             settings = app.settings
@@ -90,7 +84,7 @@ class Repl:
         self.console = console
         # Where a line's failure is said: stderr for piped input, whose stdout is the replies.
         self.errors = errors or console
-        self._failed = False  # the line being handled failed (said on `errors`)
+        self._outcome = ""  # how the line being handled failed, if it did (`outcomes`)
         self.printer: EventPrinter | None = None
         self._pt_input, self._pt_output = pt_input, pt_output
         self._turns = 0
@@ -152,6 +146,12 @@ class Repl:
                     who = "[bold]you[/bold]" if turn.role == "user" else "[bold]seelen[/bold]"
                     self.console.print(f"{who}: {_shown(_short(turn.text, 300))}")
 
+    async def tell_nearby(self) -> None:
+        """Once per profile: the OpenAI-compatible servers that answer on this machine, and
+        how to chat with one instead of the bundled model (`seelen.models.nearby`)."""
+        for line in await self._nearby.news() if self._nearby is not None else []:
+            self.console.print(Text(line, style="yellow"))
+
     def start_mcp(self, *, warm: bool = False) -> None:
         """Offer the MCP servers' tools; a failure is reported once, in one line. `warm`
         starts every server in the background (while the user types) instead of on first use."""
@@ -196,12 +196,30 @@ class Repl:
             app.recall.wait_for_warm = False
         from seelen.owner.host import serve_chat
 
-        await stack.enter_async_context(serve_chat(self.service, self.note_remote_answer))
+        await stack.enter_async_context(
+            serve_chat(self.service, self.note_remote_answer, on_draining=self._say_draining)
+        )
+        app.closing = self._say_closing
         self.show_start(bool(app.restored))
+        await self.tell_nearby()
         self.start_mcp(warm=True)  # a terminal: servers start while the user types
         app.bot.keep_prompt_warm()  # and a local model reads the prompt's beginning
         if self._session is not None:
             self._session.app.invalidate()  # the toolbar now has the session
+
+    def _say_closing(self, line: str) -> None:
+        """A step of closing that may take a while, said before it starts."""
+        self.console.print(Text(line, style="dim"))
+
+    def _say_draining(self, questions: int) -> None:
+        """Leaving while questions from other terminals are taken: the chat answers them
+        first, so say so before the wait."""
+        asked = (
+            "a question from another terminal"
+            if questions == 1
+            else f"{counted(questions, 'question')} from other terminals"
+        )
+        self._say_closing(f"finishing the answer to {asked}…")
 
     def _lock_taken(self) -> None:
         self._locked = True
@@ -295,22 +313,16 @@ class Repl:
     async def run_stream(self, stream: IO[str]) -> None:
         """Like `run_lines` for a file (stdin), read in a thread: while the pipe is quiet,
         the event loop stays free to answer other terminals' questions. Lines that failed
-        (a full disk: not kept) are named at the end in one SeelenError."""
-        failed: list[int] = []
-        number = 0
+        (a full disk) are named at the end in one SeelenError, each as it fared: its message
+        kept without its reply, not kept, or a command that failed."""
+        tally = LineTally()
         while line := await asyncio.to_thread(stream.readline):
-            number += 1
             going_on = await self.handle(line.rstrip("\n"))
-            if self._failed:
-                failed.append(number)
+            tally.note(self._outcome)
             if not going_on:
                 break
-        if failed:
-            lines = "line" if len(failed) == 1 else "lines"
-            raise SeelenError(
-                f"{len(failed)} of {number} input lines failed and were not kept: "
-                f"{lines} {number_ranges(failed)} (each error is above)"
-            )
+        if failed := tally.sentence():
+            raise SeelenError(failed)
 
     # --- one line ------------------------------------------------------------------------
 
@@ -323,16 +335,18 @@ class Repl:
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
-        self._failed = False
+        self._outcome = ""
         if not await self._wait_until_open(line):
             return False
         async with self.turn_lock:
             return await self._handle(line)
 
-    def _error(self, exc: SeelenError) -> None:
-        """A line failed: one line on the error console; the chat goes on."""
-        self._failed = True
-        self.errors.print(f"[red]error:[/red] {_shown(str(exc))}", soft_wrap=True)
+    def _error(self, exc: SeelenError, outcome: str) -> None:
+        """A line failed (`outcome`, see `outcomes`): one line on the error console; the chat
+        goes on."""
+        self._outcome = outcome
+        kept = "; your message is kept: /retry answers it" if outcome == UNANSWERED else ""
+        self.errors.print(f"[red]error:[/red] {_shown(str(exc))}{kept}", soft_wrap=True)
 
     async def _handle(self, line: str) -> bool:
         if not line.strip():
@@ -348,9 +362,10 @@ class Repl:
             try:
                 return await cmd.handler(self, arg.strip())
             except SeelenError as exc:
-                self._error(exc)
+                self._error(exc, COMMAND)
                 return True
         text = line[1:] if line.startswith("//") else line  # "//x" sends "/x" literally
+        said = self.app.sessions.current.conv_count  # one more once the message is stored
         try:
             if self.incognito is not None:  # nothing of it is stored, not even a session
                 events = self.service.ask(text, ephemeral=True, unsaved=self.incognito)
@@ -358,7 +373,8 @@ class Repl:
                 events = self.service.ask(text)
             await self.stream(events)
         except SeelenError as exc:  # e.g. a full disk: say so, and keep the chat open
-            self._error(exc)
+            stored = self.incognito is None and self.app.sessions.current.conv_count > said
+            self._error(exc, UNANSWERED if stored else LOST)
         return True
 
     async def stream(self, events: AsyncIterator[Event]) -> None:
@@ -433,8 +449,10 @@ class Repl:
             self.console.print("Memory is being embedded again for your language(s)…")
         note = " (resumed)" if result.resumed else ""
         self.console.print(f"[green]{headline}{note}.[/green]{then}")
+        noted: set[str] = set()
         for change in result.changes:
-            if change.note:
+            if change.note and change.note not in noted:  # a note on both files: once
+                noted.add(change.note)
                 self.console.print(f"[yellow]{_shown(change.note)}[/yellow]")
             if change.changed:
                 self.console.print(f"[bold]{change.name}[/bold] changed:")
@@ -456,7 +474,7 @@ class Repl:
         if self._archiving is not None and not self._archiving.done():
             indexing = f"archiving the last session…{' · ' + indexing if indexing else ''}"
         return (
-            f" {s.profile} · session {sid} · {self._turns} turns · "
+            f" {s.profile} · session {sid} · {counted(self._turns, 'turn')} · "
             f"{self.app.provider.chat_model} · {indexing + ' · ' if indexing else ''}"
             "Alt-Enter: new line · /help"
         )

@@ -12,6 +12,8 @@ from prompt_toolkit.completion import CompleteEvent, Completer, Completion, Word
 from prompt_toolkit.document import Document
 from rich.text import Text
 
+from seelen.counts import counted
+
 # The renderer and the runtime are imported by the handlers that use them: the prompt
 # (which needs the command names) shows before they are loaded (see repl.py).
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ async def _reset(repl: Repl, arg: str) -> bool:
     ids = await asyncio.to_thread(repl.app.sessions.reset)
     await asyncio.to_thread(repl.app.forget, ids)  # their vectors go too
     repl._turns = 0
-    repl.console.print(f"[yellow]Session cleared ({len(ids)} turns forgotten).[/yellow]")
+    repl.console.print(f"[yellow]Session cleared ({counted(len(ids), 'turn')} forgotten).[/yellow]")
     return True
 
 
@@ -210,5 +212,5 @@ async def _incognito(repl: Repl, arg: str) -> bool:
     else:
         n = len([t for t in repl.incognito if t.role == "user"])
         repl.incognito = None
-        repl.console.print(Text(f"Incognito off: {n} messages forgotten.", "yellow"))
+        repl.console.print(Text(f"Incognito off: {counted(n, 'message')} forgotten.", "yellow"))
     return True

@@ -20,8 +20,3 @@ def _picture(match: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """`text` with control characters replaced by visible stand-ins (␛ for ESC)."""
     return _CONTROL.sub(_picture, text)
-
-
-def counted(n: int, noun: str, plural: str = "") -> str:
-    """ "1 summary", "2 summaries": a count with its noun in the right number."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

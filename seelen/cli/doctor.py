@@ -10,16 +10,32 @@ from dataclasses import dataclass
 from seelen.app import App
 from seelen.app.build import chat_model
 from seelen.config import Settings
-from seelen.errors import StoreError
+from seelen.counts import counted
+from seelen.errors import SeelenError, StoreError
 from seelen.models.chat import OpenAIChatModel
 from seelen.models.provider import Provider, choose_provider, reply_cap, start_local_server
 
 
 @dataclass(frozen=True)
 class Check:
+    """One part checked: works (`ok`), failed, or still at work (`pending`: not a failure)."""
+
     name: str
     ok: bool
     detail: str
+    pending: bool = False
+
+
+class UnderWay(SeelenError):
+    """A check found work in progress (the vector index catching up), not a fault."""
+
+
+# What a doctor says of texts waiting to be embedded, and of a re-index.
+INDEXING = (
+    "indexing under way: the process that holds this profile embeds them in the background "
+    "(or the next one to open it); recall finds them by their words meanwhile"
+)
+REBUILDING = "a re-index is being built beside the index; recall uses the current one meanwhile"
 
 
 def facts(app: App) -> list[tuple[str, str]]:
@@ -67,7 +83,7 @@ async def without_memory(
 async def _model_answers(model: OpenAIChatModel) -> str:
     reply = await model.complete([{"role": "user", "content": "Reply with the single word: ready"}])
     if not reply:
-        raise RuntimeError("the model returned an empty answer")
+        raise SeelenError("the model returned an empty answer")
     return f"answered {reply[:40]!r}"
 
 
@@ -75,8 +91,12 @@ async def _timed(name: str, probe: Callable[[], Awaitable[str]]) -> Check:
     started = time.perf_counter()
     try:
         detail = await probe()
-    except Exception as exc:  # a doctor reports every failure instead of stopping at one
-        return Check(name, False, f"{type(exc).__name__}: {exc}"[:300])
+    except UnderWay as exc:
+        return Check(name, False, str(exc), pending=True)
+    except SeelenError as exc:  # a doctor reports every failure instead of stopping at one
+        return Check(name, False, str(exc)[:300])
+    except Exception as exc:  # a bug, or a library's own error: its words, not its class
+        return Check(name, False, f"unexpected failure: {exc or 'no message'}"[:300])
     return Check(name, True, f"{detail} ({(time.perf_counter() - started) * 1000:.0f} ms)")
 
 
@@ -86,21 +106,25 @@ async def run_checks(app: App) -> list[Check]:
     async def store_healthy() -> str:
         verdict = await asyncio.to_thread(app.store.quick_check)
         if verdict != "ok":
-            raise RuntimeError(f"SQLite quick_check: {verdict}")
+            raise SeelenError(f"SQLite quick_check: {verdict}")
         turns = await asyncio.to_thread(app.store.count_turns)
-        return f"{turns} turns, migrations {', '.join(app.store.applied_migrations())}"
+        return f"{counted(turns, 'turn')}, migrations {', '.join(app.store.applied_migrations())}"
 
     async def index_healthy() -> str:
         if app.recall is None or app.recall.embedder is None:
-            raise RuntimeError("recall is not configured")
-        from seelen.memory.maintenance import index_findings
+            raise SeelenError("recall is not configured")
+        from seelen.memory.maintenance import index_findings, rebuild_under_way
 
         findings = await asyncio.to_thread(index_findings, app)
-        wrong = [f"{f.name}: {f.detail}" for f in findings if not f.ok]
+        wrong = [f"{f.name}: {f.detail}" for f in findings if not (f.ok or f.pending)]
         if wrong:  # counted against the texts, so a lost index never passes for healthy
-            raise RuntimeError("; ".join(wrong) + " (seelen db repair fixes it)")
+            raise SeelenError("; ".join(wrong) + " (seelen db repair fixes it)")
+        counts = "; ".join(f.detail for f in findings if f.name != "vector model" or not f.ok)
+        if any(f.pending for f in findings):
+            raise UnderWay(f"{counts}: {INDEXING}")
+        if await asyncio.to_thread(rebuild_under_way, app):
+            raise UnderWay(f"{counts}; {REBUILDING}")
         vector = await asyncio.to_thread(app.recall.embedder.embed, ["doctor"])
-        counts = "; ".join(f.detail for f in findings[1:])
         return f"{counts}; embedder dim {vector.shape[1]}"
 
     checks = [await _timed("model answers", lambda: _model_answers(app.model))]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from seelen.cli.common import DataOpt, ProfileOpt
+from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def _index_now(settings: Settings) -> None:
         knowledge.close()
     if knowledge.error:
         raise SeelenError(f"knowledge add: {knowledge.error}")
-    print(f"{knowledge.progress.indexed} notes indexed")
+    print(f"{counted(knowledge.progress.indexed, 'note')} indexed")
 
 
 @knowledge_app.command("remove")
@@ -95,7 +96,7 @@ def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     for folder in dict.fromkeys([*env, *own]):
         where = "KNOWLEDGE_DIRS" if folder in env else "profile"
         count = counts.get(folder)
-        state = "missing" if count is None else f"{count} notes indexed"
+        state = "missing" if count is None else f"{counted(count, 'note')} indexed"
         print(f"{folder}  ({where}, {state})")
 
 

@@ -27,6 +27,7 @@ from seelen.cli.mcp import mcp_app
 from seelen.cli.memory import register as register_memory_commands
 from seelen.cli.preflight import check_start
 from seelen.config import Settings, existing_profiles
+from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -105,7 +106,12 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
         new = f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
         console.print(f"{new}(the others: {', '.join(others)})", style="yellow", markup=False)
     if sys.stdin.isatty():  # the prompt first; the profile opens behind it
-        run(Repl(None, console, settings=settings).run_terminal())
+        from seelen.models.nearby import NearbyServers, offers_nearby
+
+        nearby = NearbyServers(settings.profile_dir) if offers_nearby(settings) else None
+        if nearby is not None:
+            nearby.start()  # in a thread, while the prompt draws and the profile opens
+        run(Repl(None, console, settings=settings, nearby=nearby).run_terminal())
         return
 
     async def body(application: App) -> None:
@@ -226,7 +232,7 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     print(
         f"running: pid {status.pid} ({status.kind}"
         f"{', memory calls only' if status.memory_only else ''}), since {started}, "
-        f"{status.answered} answers, {'busy' if status.busy else 'idle'}, "
+        f"{counted(status.answered, 'answer')}, {'busy' if status.busy else 'idle'}, "
         f"version {status.version}"
     )
 
@@ -259,8 +265,10 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
             console.print(f"[bold]{key:<12}[/bold] {escape(value)}", soft_wrap=True)
         for check in checks:
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
+            if check.pending:  # work under way (indexing) is no failure
+                mark = "[yellow]…[/yellow]"
             console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
-        return all(c.ok for c in checks)
+        return all(c.ok or c.pending for c in checks)
 
     async def body(application: App) -> bool:
         return show(facts(application), await run_checks(application))

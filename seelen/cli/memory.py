@@ -25,6 +25,7 @@ from seelen.cli.common import (
     settings_from,
     stderr_console,
 )
+from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from seelen.config import Settings
 
 T = TypeVar("T")
+# Characters of a version's opening that `history` shows: with its number and time before
+# it (26 characters), the line fits a terminal of 80 columns.
+HISTORY_PREVIEW = 54
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
@@ -131,7 +135,7 @@ def memory_forget(
     def body(application: App, console: Console) -> None:
         if session is not None:
             n = forget_session(application, session)
-            console.print(f"Forgot session {session} ({n} texts).", markup=False)
+            console.print(f"Forgot session {session} ({counted(n, 'text')}).", markup=False)
         else:
             forget_text(application, text_id or "")
             console.print(f"Forgot {text_id}.", markup=False)
@@ -149,7 +153,7 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
         assert application.index is not None  # a writer has its indexer
         with progress_bar(console, "re-indexing", application.index.pending()) as progress:
             n = reindex_all(application, progress)
-        console.print(f"Re-indexed {n} texts.")
+        console.print(f"Re-indexed {counted(n, 'text')}.")
 
     _memory_command(profile, data_dir, body, write="memory reindex")
 
@@ -204,14 +208,17 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """List earlier versions, newest first (numbers for `restore`)."""
 
+        from seelen.chat.visible import visible
+        from seelen.memory.context import one_line
+
         def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not versions:
                 print(f"no earlier versions of {label}")
             for number, path in enumerate(versions, start=1):
                 saved = a.clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
-                first = path.read_text("utf-8").strip().splitlines()[:1]
-                print(f"{number:>3}  {saved}  {(first[0] if first else '')[:70]}")
+                first = " ".join(path.read_text("utf-8").split())  # its opening, on one line
+                print(f"{number:>3}  {saved}  {visible(one_line(first, HISTORY_PREVIEW))}")
 
         _memory_command(profile, data_dir, body)
 
@@ -226,7 +233,8 @@ def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         def body(a: App, c: Console) -> None:
             versions = list(reversed(a.files.versions(filename)))
             if not 1 <= number <= len(versions):
-                raise SeelenError(f"{label} has {len(versions)} earlier versions; see history")
+                earlier = counted(len(versions), "earlier version")
+                raise SeelenError(f"{label} has {earlier}; see history")
             a.files.write(filename, versions[number - 1].read_text("utf-8"))
             print(f"restored {label} from version {number}")
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from seelen.counts import counted
 from seelen.errors import StoreError
 from seelen.memory.context import clip, estimate_tokens
 from seelen.store import Store, Summary, Turn
@@ -60,12 +61,13 @@ class Drift:
 
     def describe(self) -> str:
         """One line: counts, and what is wrong if anything."""
-        line = f"{self.kind}: {self.vectors} vectors for {self.texts} texts"
+        line = f"{self.kind}: {counted(self.vectors, 'vector')} for {counted(self.texts, 'text')}"
+        missing, orphans, doubled = len(self.missing), len(self.orphans), len(self.duplicates)
         problems = [
-            f"{len(self.missing)} indexed texts without a vector" if self.missing else "",
-            f"{self.pending} waiting to be indexed" if self.pending else "",
-            f"{len(self.orphans)} vectors without a text" if self.orphans else "",
-            f"{len(self.duplicates)} texts with several vectors" if self.duplicates else "",
+            f"{counted(missing, 'indexed text')} without a vector" if missing else "",
+            f"{self.pending:,} waiting to be indexed" if self.pending else "",
+            f"{counted(orphans, 'vector')} without a text" if orphans else "",
+            f"{counted(doubled, 'text')} with several vectors" if doubled else "",
         ]
         return "; ".join([line, *filter(None, problems)])
 
@@ -109,6 +111,10 @@ class Indexer:
         self.error: str | None = None
         self.repairs: list[str] = []  # what the last `repair` did, one line each
         self._doing: tuple[str, int, int] | None = None  # (what, done, total) of a long pass
+
+    def working(self) -> bool:
+        """Whether the background thread is embedding now (no I/O: its own state)."""
+        return self._thread is not None and not self._idle.is_set()
 
     def status(self) -> str:
         """A few words on a long pass under way ("re-indexing memory 120/2000"), else ''."""
@@ -169,7 +175,7 @@ class Indexer:
         index.recover()
         if not index.compatible():
             n = self._rebuild(progress)
-            return [f"re-indexed {n} texts for the embedding model {index.model_id}"]
+            return [f"re-indexed {counted(n, 'text')} for the embedding model {index.model_id}"]
         try:
             drifts = [measure(self.store, index, kind) for kind in KINDS]
         except StoreError as exc:
@@ -343,7 +349,8 @@ class Indexer:
                 for kind in KINDS:
                     self.index.delete(kind, text_ids=list(text_ids))
         except StoreError as exc:
-            self.error = f"{len(text_ids)} forgotten texts keep a vector until repaired: {exc}"
+            kept = "keeps a vector" if len(text_ids) == 1 else "keep a vector"
+            self.error = f"{counted(len(text_ids), 'forgotten text')} {kept} until repaired: {exc}"
             self._repaired = False  # the next pass measures again and drops them
         # A summary that quoted a forgotten turn was scrubbed and waits to be embedded again:
         # the background thread does it now, not at its next periodic pass.

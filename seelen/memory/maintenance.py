@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from seelen.counts import counted
 from seelen.errors import SeelenError, StoreError
 from seelen.files import atomic_write, close_up, private_dir
 from seelen.memory.indexer import KINDS, measure
@@ -52,11 +53,14 @@ def _vectors(app: OpenProfile) -> VectorIndex:
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing `check` looked at: whether it is right, and what it saw."""
+    """One thing `check` looked at: whether it is right, and what it saw. A `pending` one
+    is not right yet only because work is under way (texts waiting to be embedded, vectors
+    of another embedding model to be replaced): the profile's writer finishes it."""
 
     name: str
     ok: bool
     detail: str
+    pending: bool = False
 
 
 @contextmanager
@@ -94,13 +98,11 @@ def sqlite_findings(db_path: Path) -> list[Finding]:
             orphans = db.execute("PRAGMA foreign_key_check").fetchall()
     except StoreError as exc:
         return [Finding("SQLite integrity", False, str(exc))]
+    point = "points" if len(orphans) == 1 else "point"
+    keys = f"{counted(len(orphans), 'row')} {point} at a missing session" if orphans else "ok"
     return [
         Finding("SQLite integrity", verdict == ["ok"], "; ".join(verdict[:5])),
-        Finding(
-            "SQLite foreign keys",
-            not orphans,
-            f"{len(orphans)} rows point at a missing session" if orphans else "ok",
-        ),
+        Finding("SQLite foreign keys", not orphans, keys),
     ]
 
 
@@ -108,18 +110,26 @@ def index_findings(app: OpenProfile) -> list[Finding]:
     """The vector index: readable, of the current model, one vector per text."""
     index = _vectors(app)
     if not index.compatible():
-        stored = index.stored_model() or "an unreadable record"
-        return [Finding("vector model", False, f"vectors of {stored}, expected {index.model_id}")]
+        stored = index.stored_model()
+        detail = f"vectors of {stored or 'an unreadable record'}, expected {index.model_id}"
+        return [Finding("vector model", False, detail, pending=stored is not None)]
     findings = [Finding("vector model", True, index.model_id)]
     try:
         drifts = [measure(app.store, index, kind) for kind in KINDS]
     except StoreError as exc:
         return [*findings, Finding("vector index readable", False, str(exc))]
     for drift in drifts:
-        findings.append(
-            Finding(f"vectors of {drift.kind}", drift.ok and not drift.pending, drift.describe())
-        )
+        ok, waiting = drift.ok and not drift.pending, drift.ok and bool(drift.pending)
+        findings.append(Finding(f"vectors of {drift.kind}", ok, drift.describe(), waiting))
     return findings
+
+
+def rebuild_under_way(app: OpenProfile) -> bool:
+    """Whether a re-index is being built beside the index (or one a crash cut short waits
+    for the next start to remove it)."""
+    from seelen.vectors.folders import present, staging_path
+
+    return present(staging_path(_vectors(app).path))
 
 
 def _file_finding(path: Path) -> Finding:
@@ -138,7 +148,7 @@ def repair(app: OpenProfile, progress: Progress | None = None) -> list[str]:
     done += app.index.repair(progress)
     indexed = app.index.index_all(progress)
     if indexed:
-        done.append(f"indexed {indexed} texts")
+        done.append(f"indexed {counted(indexed, 'text')}")
     for finding in check(app):
         if not finding.ok:
             done.append(f"still wrong: {finding.name}: {finding.detail}")
@@ -168,7 +178,10 @@ def _adopt_orphan_rows(db_path: Path) -> list[str]:
                 "VALUES (?, ?, ?, 'archived')",
                 (session_id, start, end),
             )
-    return [f"gave {len(missing)} orphaned sessions their session row again"] if missing else []
+    if not missing:
+        return []
+    their = "its" if len(missing) == 1 else "their"
+    return [f"gave {counted(len(missing), 'orphaned session')} {their} session row again"]
 
 
 # -- optimize ----------------------------------------------------------------------------
@@ -270,7 +283,7 @@ def find_backup(profile_dir: Path, which: str | None) -> Path:
         return found[0]
     if which.isdigit():
         if not 1 <= int(which) <= len(found):
-            raise SeelenError(f"restore: there are {len(found)} backups, not {which}")
+            raise SeelenError(f"restore: there are {counted(len(found), 'backup')}, not {which}")
         return found[int(which) - 1]
     matches = [p for p in found if p.name == which] or [
         p for p in found if p.name.startswith(which)

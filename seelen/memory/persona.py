@@ -11,6 +11,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
+from seelen.counts import counted
 from seelen.files import atomic_write
 from seelen.store import now_ms
 
@@ -39,7 +40,7 @@ class Change:
         )
         body = [ln for ln in lines if not ln.startswith(("---", "+++", "@@"))]
         return body[:max_lines] + (
-            [f"… {len(body) - max_lines} more lines"] if len(body) > max_lines else []
+            [f"… {counted(len(body) - max_lines, 'more line')}"] if len(body) > max_lines else []
         )
 
 

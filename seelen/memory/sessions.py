@@ -77,7 +77,7 @@ class Sessions:
         max_live: int = 20,
         fold_count: int = 10,
         input_tokens: int = 6000,
-        rewrite_files: bool = True,
+        keep_files: str = "",
     ) -> None:
         self.store = store
         self.files = files
@@ -87,26 +87,30 @@ class Sessions:
         self.max_live = max_live
         self.fold_count = fold_count
         self.input_tokens = input_tokens  # the most a transcript may send to the tool model
-        self.rewrite_files = rewrite_files  # False: /save keeps the persona and profile
+        self.keep_files = keep_files  # why /save keeps the persona and profile ('' : it rewrites)
         self._current: Session | None = None
+        self._stored = False  # whether the current session has its row in the store yet
 
     # --- the current session -------------------------------------------------------------
 
     def open(self) -> tuple[Session, bool]:
-        """The active session from last time (restored=True), or a new one.
+        """The active session from last time (restored=True), or a new one, stored with its
+        first turn: opening and closing (a chat left at once, an owner that answered only
+        ephemeral questions) leaves no empty session behind.
 
         A half-archived session is never talked in again: it waits in `pending_archives`.
         """
         session = self.store.active_session()
         if session is not None:
-            self._current = session
+            self._current, self._stored = session, True
             return session, True
-        self._current = self.store.create_session()
+        self._current, self._stored = _unstored(), False
         return self._current, False
 
     def peek(self) -> Session:
         """Look at the active session without creating one (for answers that write nothing)."""
-        self._current = self.store.active_session() or Session(new_id(), now_ms(), None, ACTIVE, 0)
+        active = self.store.active_session()
+        self._current, self._stored = active or _unstored(), active is not None
         return self._current
 
     def drop_leftover_ephemeral(self) -> list[str]:
@@ -128,7 +132,11 @@ class Sessions:
         return self.store.pending_archives()
 
     def add_turn(self, role: str, text: str, meta: dict[str, Any] | None = None) -> Turn:
-        """Save one turn in the current session (committed before this returns)."""
+        """Save one turn in the current session (committed before this returns); the
+        session's own row first, with the first turn."""
+        if not self._stored:
+            self._current = self.store.create_session(session_id=self.current.session_id)
+            self._stored = True
         turn = self.store.add_turn(self.current.session_id, role, text, meta)
         self._current = replace(self.current, conv_count=self.current.conv_count + 1)
         return turn
@@ -213,8 +221,9 @@ class Sessions:
         """Mark the current session for archiving and open a new one; returns the old one,
         for `finish_archive`. Until that finishes, every start resumes it (`pending_archives`)."""
         session = self.current
-        await asyncio.to_thread(self.store.record_archive_step, session.session_id, "started")
-        self._current = await asyncio.to_thread(self.store.create_session)
+        if self._stored:
+            await asyncio.to_thread(self.store.record_archive_step, session.session_id, "started")
+        self._current, self._stored = _unstored(), False
         return session
 
     async def finish_archive(
@@ -224,6 +233,8 @@ class Sessions:
         sid = session.session_id
         steps = await asyncio.to_thread(self.store.archive_steps, sid)
         result = ArchiveResult(sid, resumed=bool(set(steps) - {"started"}))
+        if not steps:  # a session never stored (no turn was said in it): nothing to archive
+            return result
         turns = await asyncio.to_thread(self.store.turns, sid)
         if any(t.role in ("user", "assistant") for t in turns):
             if self.tool_model is None:
@@ -260,7 +271,7 @@ class Sessions:
                 await asyncio.to_thread(self._write_recorded, sid, name, steps[name])
         todo = [name for name in (PROFILE, PERSONA) if name not in steps]
         if todo:
-            if self.rewrite_files:
+            if not self.keep_files:
                 progress("updating the user profile and persona")
             changes = await asyncio.gather(
                 *(self._update_file(sid, n, result.summary) for n in todo)
@@ -288,8 +299,8 @@ class Sessions:
     async def _update_file(self, sid: str, name: str, summary: str) -> Change:
         current = self.files.read(name)
         text, note = current, oversized_input(name, current)
-        if not self.rewrite_files:
-            note = f"{name} was kept as it was: REWRITE_FILES is off (the bundled model's default)"
+        if self.keep_files:  # the same note for both files: said once
+            note = f"the profile and persona were kept as they are: {self.keep_files}"
         if note is None:
             if name == PROFILE:
                 messages = profile_update_messages(current, summary, PROFILE_WORDS)
@@ -342,6 +353,11 @@ class Sessions:
             if text != turn.text:
                 cleaned[turn.text_id] = text
         self.store.record_archive_step(sid, "strip_quotes", rewritten=cleaned)
+
+
+def _unstored() -> Session:
+    """A new session, not in the store until its first turn (`Sessions.add_turn`)."""
+    return Session(new_id(), now_ms(), None, ACTIVE, 0)
 
 
 def _digest(text: str) -> str:

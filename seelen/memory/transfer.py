@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from seelen.counts import counted
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
 from seelen.memory.imports.conversation import iso_to_ms
 from seelen.memory.persona import PERSONA, PROFILE, PersonaFiles
-from seelen.protocol.text import counted
 from seelen.store import ACTIVE, ARCHIVED, Session, Store, Summary, Turn
 
 if TYPE_CHECKING:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from seelen.counts import counted
 from seelen.errors import ModelError
 from seelen.logs import redact
 
@@ -243,7 +244,7 @@ class OpenAIChatModel:
                 return f" (it asks to wait {wait:.0f} s)"
         elif not isinstance(exc, openai.APIConnectionError):  # includes timeouts
             return ""
-        return f" after {self._max_retries + 1} tries"
+        return f" after {counted(self._max_retries + 1, 'try', 'tries')}"
 
 
 # Statuses the openai client retries besides 5xx (openai._base_client._should_retry).

@@ -107,9 +107,20 @@ def bundled(settings: Settings, provider: Provider) -> bool:
 
 def rewrites_files(settings: Settings, provider: Provider) -> bool:
     """Whether /save lets the tool model rewrite the persona and profile (REWRITE_FILES)."""
-    if settings.rewrite_files != "auto":
-        return settings.rewrite_files == "true"
-    return not bundled(settings, provider)
+    return not files_kept_reason(settings, provider)
+
+
+def files_kept_reason(settings: Settings, provider: Provider) -> str:
+    """Why /save keeps the persona and profile as they are, in words for the user ('' when
+    it lets the tool model rewrite them): REWRITE_FILES, and what `auto` decided."""
+    if settings.rewrite_files == "false":
+        return "REWRITE_FILES=false"
+    if settings.rewrite_files == "auto" and bundled(settings, provider):
+        return (
+            "the bundled model's rewrites were invented text (REWRITE_FILES=auto; "
+            "REWRITE_FILES=true lets it rewrite them)"
+        )
+    return ""
 
 
 def prompt_budget(settings: Settings, provider: Provider, reply_tokens: int) -> int:

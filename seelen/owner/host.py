@@ -47,16 +47,20 @@ async def open_service(settings: Settings, *, memory_only: bool = False) -> Prof
 
 @contextlib.asynccontextmanager
 async def serve_chat(
-    service: ProfileService, on_answer: Callable[[str], None]
+    service: ProfileService,
+    on_answer: Callable[[str], None],
+    *,
+    on_draining: Callable[[int], None] = lambda _: None,
 ) -> AsyncIterator[None]:
     """While a chat is open, answer `seelen ask` (and memory calls, imports) from other
-    terminals through its socket; leaving, answer the questions already taken first."""
+    terminals through its socket; leaving, answer the questions already taken first (saying
+    so through `on_draining`)."""
     settings = service.app.settings
     path = place.socket_path(settings)
     if not settings.owner or not place.usable(path):
         yield
         return
-    server = server_for(service, kind="chat", on_answer=on_answer)
+    server = server_for(service, kind="chat", on_answer=on_answer, on_draining=on_draining)
     task = asyncio.create_task(server.serve(path))
     try:
         yield

@@ -51,6 +51,7 @@ class OwnerServer:
         kind: str = "background",
         idle_seconds: float | None = None,
         on_answer: Callable[[str], None] = lambda _: None,
+        on_draining: Callable[[int], None] = lambda _: None,
     ) -> None:
         self.service = service
         self.version = version
@@ -58,6 +59,7 @@ class OwnerServer:
         self.kind = kind  # "background" (may be stopped by clients) or "chat"
         self.idle_seconds = idle_seconds
         self.on_answer = on_answer  # told each question it answered (the chat says so)
+        self.on_draining = on_draining  # told, when it stops, how many it still answers
         self.started = time.time()
         self.answered = 0
         self._last_activity = time.monotonic()
@@ -85,6 +87,8 @@ class OwnerServer:
             watcher.cancel()
             server.close()  # no new connections; a client that finds none starts an owner
             _unlink_if_mine(path, mine)
+            if self._clients:
+                self.on_draining(len(self._clients))
             await self._finish_clients()
 
     async def _finish_clients(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from seelen.counts import counted
 from seelen.protocol.results import (
     Forgotten,
     MemoryItem,
@@ -22,11 +23,6 @@ SUMMARY_CHARS = 400
 def when(iso: str) -> str:
     """2024-03-04T10:05:00.000+01:00 as "2024-03-04 10:05"."""
     return iso[:16].replace("T", " ")
-
-
-def counted(n: int, noun: str, plural: str = "") -> str:
-    """ "1 turn", "2 turns": lines a model (or a person) reads as sentences."""
-    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def items_text(items: Sequence[MemoryItem]) -> str:

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from seelen.store.records import (
     ACTIVE,
     ARCHIVED,
     EPHEMERAL,
+    RECOUNT_TURNS,
     SPOKEN_ROLES,
     Session,
     Summary,
@@ -179,9 +181,11 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
 
     # --- sessions ------------------------------------------------------------------------
 
-    def create_session(self, status: str = ACTIVE, *, start_ms: int | None = None) -> Session:
-        """Start a new session (active unless said otherwise)."""
-        sid, ts = new_id(), start_ms if start_ms is not None else now_ms()
+    def create_session(
+        self, status: str = ACTIVE, *, start_ms: int | None = None, session_id: str = ""
+    ) -> Session:
+        """Start a new session (active unless said otherwise; a new id unless given)."""
+        sid, ts = session_id or new_id(), start_ms if start_ms is not None else now_ms()
         with self._tx() as db:
             db.execute(
                 "INSERT INTO session (session_id, start_timestamp, status) VALUES (?, ?, ?)",
@@ -229,11 +233,15 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
         return [session_row(r) for r in rows]
 
     def list_sessions(self, limit: int = 50) -> list[Session]:
-        """The newest sessions first."""
+        """The newest sessions first, each with the turns it holds now (counted: an older
+        Seelen left the stored count as it was when turns were forgotten)."""
         rows = self._query(
-            "SELECT * FROM session ORDER BY start_timestamp DESC, rowid DESC LIMIT ?", (limit,)
+            "SELECT *, (SELECT count(*) FROM conversation c WHERE c.session_id = "
+            "session.session_id) AS turns_now FROM session "
+            "ORDER BY start_timestamp DESC, rowid DESC LIMIT ?",
+            (limit,),
         )
-        return [session_row(r) for r in rows]
+        return [replace(session_row(r), conv_count=r["turns_now"]) for r in rows]
 
     def set_rolling_summary(
         self, session_id: str, summary: str, folded_count: int, upto_seq: int
@@ -372,8 +380,11 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
             return 0
         marks = ",".join("?" * len(ids))
         with self._tx() as db:
-            quoted = db.execute(f"SELECT text FROM conversation WHERE text_id IN ({marks})", ids)
-            scrub_quotes(db, [r[0] for r in quoted.fetchall()])
+            quoted = db.execute(
+                f"SELECT text, session_id FROM conversation WHERE text_id IN ({marks})", ids
+            ).fetchall()
+            scrub_quotes(db, [r[0] for r in quoted])
             n = db.execute(f"DELETE FROM conversation WHERE text_id IN ({marks})", ids).rowcount
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
+            db.executemany(RECOUNT_TURNS, [(sid,) for sid in {r[1] for r in quoted}])
         return n

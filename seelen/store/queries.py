@@ -12,6 +12,7 @@ from typing import Any
 
 from seelen.store.records import (
     INDEXABLE_TURN,
+    RECOUNT_TURNS,
     Session,
     Summary,
     Turn,
@@ -272,12 +273,7 @@ class Imports:
                 sum(insert_turn(db, t) for t in turns),
                 sum(insert_summary(db, m) for m in summaries),
             )
-            for sid in {s.session_id for s in sessions}:
-                db.execute(
-                    "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
-                    "WHERE session_id = ?1) WHERE session_id = ?1",
-                    (sid,),
-                )
+            db.executemany(RECOUNT_TURNS, [(sid,) for sid in {s.session_id for s in sessions}])
             db.execute(FOLD_SEQ_FROM_COUNT)  # an export carries the count; the seq is ours
         return new
 

@@ -15,6 +15,11 @@ ACTIVE, ARCHIVED = "active", "archived"
 EPHEMERAL = "ephemeral"
 # Roles whose text is conversation (indexed, recalled); tool traffic is kept but not recalled.
 SPOKEN_ROLES = ("user", "assistant")
+# A session's turn count made true again (after turns were added by import, or forgotten).
+RECOUNT_TURNS = (
+    "UPDATE session SET current_conv_count = (SELECT count(*) FROM conversation "
+    "WHERE session_id = ?1) WHERE session_id = ?1"
+)
 
 # The turns that belong in the vector index: spoken words, not tool traffic.
 INDEXABLE_TURN = "role IN ('user', 'assistant') AND json_extract(meta, '$.tool_calls') IS NULL"

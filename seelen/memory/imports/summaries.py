@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from seelen.counts import counted
 from seelen.memory.context import estimate_tokens
 from seelen.memory.imports.conversation import Conversation, stable_id
 from seelen.memory.sessions import SUMMARY_TOKENS, RefusedAnswer, Sessions
@@ -26,9 +27,10 @@ class Estimate:
 
     def describe(self, model: str) -> str:
         """One line for the user, before anything is sent."""
+        n = len(self.session_ids)
         return (
-            f"Summarising {len(self.session_ids)} conversations with {model or 'the tool model'}"
-            f": {len(self.session_ids)} requests, about {self.tokens_in:,} tokens in and at "
+            f"Summarising {counted(n, 'conversation')} with {model or 'the tool model'}: "
+            f"{counted(n, 'request')}, about {self.tokens_in:,} tokens in and at "
             f"most {self.tokens_out_max:,} out."
         )
 

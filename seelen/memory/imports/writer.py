@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from seelen.counts import counted
 from seelen.memory.clock import Clock
 from seelen.memory.context import clip
 from seelen.memory.imports.conversation import Conversation, message_times, stable_id
@@ -43,8 +44,8 @@ class HistoryReport:
         """One line saying what the import added."""
         name = NAMES.get(self.source, self.source)
         line = (
-            f"Imported {self.turns} turns in {self.sessions} new sessions from {name} "
-            f"({self.conversations} conversations in the export"
+            f"Imported {counted(self.turns, 'turn')} in {counted(self.sessions, 'new session')} "
+            f"from {name} ({counted(self.conversations, 'conversation')} in the export"
         )
         line += f", {self.empty} with nothing to keep)" if self.empty else ")"
         if not self.turns and self.conversations:
