@@ -34,6 +34,7 @@ from seelen.app import App, build_app
 from seelen.app.core import DB_FILE
 from seelen.client import place
 from seelen.config import Settings, existing_profiles
+from seelen.counts import counted
 from seelen.errors import ConfigError, SeelenError
 from seelen.files import private_dir
 from seelen.store import OutdatedStore, Session, Store
@@ -309,9 +310,11 @@ def unindexed_note(app: App) -> str:
     waiting = app.store.count_unindexed()
     if not waiting:
         return ""
+    newer = counted(waiting, "newer text")
+    are = "is" if waiting == 1 else "are"
     return (
-        f"{waiting} newer texts are not in the vector index yet: recall finds them by "
-        "their words only until Seelen indexes them"
+        f"{newer} {are} not in the vector index yet: recall finds them by their words only "
+        "until Seelen indexes them"
     )
 
 

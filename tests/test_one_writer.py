@@ -93,7 +93,7 @@ def test_a_reader_changes_no_byte_while_a_writer_holds_the_profile(data_dir: Pat
         top = json.loads(found.stdout)["turns"][0]
         assert "Ingrid" in top["text"] and "vector" in top["rankers"]  # found by meaning
         # The text the writer has not indexed yet is found by its words, and that is said.
-        assert found.stderr.count("1 newer texts are not in the vector index yet") == 1
+        assert found.stderr.count("1 newer text is not in the vector index yet") == 1
         waiting = run_cli("memory", "search", "--json", "Seville marmalade")
         item = json.loads(waiting.stdout)["turns"][0]
         assert "Seville" in item["text"] and item["rankers"] == {"bm25": 1}

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from seelen.counts import counted
 from seelen.errors import SeelenError
 from seelen.memory.imports.conversation import HistoryError
 from seelen.memory.imports.source import Export, read_export
@@ -197,7 +198,10 @@ async def _summarize(app: App, export: Export, console: Console, *, ask: bool) -
         from seelen.cli.data import index_with_progress
 
         await asyncio.to_thread(index_with_progress, app, console)
-    line = f"Summarised {total - refused} conversations with the tool model"
+    line = f"Summarised {counted(total - refused, 'conversation')} with the tool model"
     if refused:
-        line += f"; its answer for {refused} was refused, so they keep their opening"
+        them = "it keeps its" if refused == 1 else "they keep their"
+        line += (
+            f"; its answer for {counted(refused, 'conversation')} was refused, so {them} opening"
+        )
     console.print(line + ".", markup=False)
