@@ -15,128 +15,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from seelen import setting_values as parse
 from seelen.errors import ConfigError
 
 T = TypeVar("T")
-
-TOOL_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-*?")
-PROFILE_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
 def _default_data_dir() -> str:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return str(Path(base) / "seelen")
-
-
-def _int(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            raise ValueError(f"expected a whole number, got {raw!r}") from None
-        if not minimum <= value <= maximum:
-            raise ValueError(f"must be between {minimum} and {maximum}, got {value}")
-        return value
-
-    return parse
-
-
-def _budget(raw: str) -> int:
-    """A prompt budget: 0 (the provider's default) or at least 512 tokens."""
-    value = _int(0)(raw)
-    if 0 < value < 512:
-        raise ValueError(f"must be 0 (the default) or at least 512, got {value}")
-    return value
-
-
-def _float(minimum: float) -> Callable[[str], float]:
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ValueError(f"expected a number, got {raw!r}") from None
-        if value < minimum:
-            raise ValueError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def _bool(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off", ""}:
-        return False
-    raise ValueError(f"expected true or false, got {raw!r}")
-
-
-def _str(raw: str) -> str:
-    return raw.strip()
-
-
-def _choice(*options: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        value = raw.strip().lower()
-        if value not in options:
-            raise ValueError(f"must be one of {', '.join(options)}, got {raw!r}")
-        return value
-
-    return parse
-
-
-def _temperature(raw: str) -> float | None:
-    if not raw.strip():
-        return None  # the endpoint's own default
-    value = _float(0.0)(raw)
-    if value > 2:
-        raise ValueError(f"must be between 0 and 2, got {value}")
-    return value
-
-
-def _names(raw: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in raw.split(",") if n.strip())
-    bad = [n for n in names if not set(n) <= TOOL_NAME_CHARS]
-    if bad:
-        raise ValueError(f"tool names are letters, digits, '_', '-' (or * ?), got {bad[0]!r}")
-    return names
-
-
-def _timezone(raw: str) -> str:
-    value = raw.strip()
-    if not value:
-        return ""
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"unknown timezone {value!r} (try e.g. Europe/Berlin or UTC)") from None
-    return value
-
-
-def _profile(raw: str) -> str:
-    value = raw.strip()
-    # It names a folder and is typed after `--profile`: a name like "-" or "--" reads as a
-    # flag, and dots at an end (".", "x..") hide the folder or are dropped by some systems.
-    if (
-        not value
-        or not set(value) <= PROFILE_CHARS
-        or not (value[0].isalnum() and value[-1].isalnum())
-        or ".." in value
-        or len(value) > 64
-    ):
-        raise ValueError(
-            "a profile name is up to 64 letters, digits, '-', '_' or '.', starting and ending "
-            f"with a letter or digit, got {raw!r}"
-        )
-    return value
-
-
-def _patterns(raw: str) -> str:
-    if not any(p.strip() for p in raw.split(",")):
-        raise ValueError("give at least one pattern, e.g. *.md,*.txt")
-    return raw.strip()
 
 
 def _setting(env: str, default: T, parse: Callable[[str], T], doc: str) -> T:
@@ -147,135 +35,162 @@ def _setting(env: str, default: T, parse: Callable[[str], T], doc: str) -> T:
 class Settings:
     """Every setting of Seelen, validated. Build it with `load_settings`."""
 
-    openai_api_key: str = _setting("OPENAI_API_KEY", "", _str, "API key of the endpoint")
+    openai_api_key: str = _setting("OPENAI_API_KEY", "", parse.text, "API key of the endpoint")
     openai_base_url: str = _setting(
         "OPENAI_BASE_URL",
         "",
-        _str,
+        parse.text,
         "any OpenAI-compatible endpoint, e.g. http://localhost:11434/v1",
     )
     llm_provider: str = _setting(
         "LLM_PROVIDER",
         "auto",
-        _choice("auto", "openai", "local"),
+        parse.one_of("auto", "openai", "local"),
         "auto: the endpoint if OPENAI_BASE_URL or OPENAI_API_KEY is set, else the local model",
     )
-    chat_model: str = _setting("CHAT_MODEL", "", _str, "model for the conversation")
-    tool_model: str = _setting("TOOL_MODEL", "", _str, "model for summaries and memory upkeep")
-    local_model_path: str = _setting(
-        "LOCAL_MODEL_PATH", "", _str, "a GGUF file for the local provider (default: bundled)"
+    chat_model: str = _setting("CHAT_MODEL", "", parse.text, "model for the conversation")
+    tool_model: str = _setting(
+        "TOOL_MODEL", "", parse.text, "model for summaries and memory upkeep"
     )
-    data_dir: str = _setting("SEELEN_DATA_DIR", "", _str, "where memories live")
-    profile: str = _setting("SEELEN_PROFILE", "default", _profile, "separate memories per profile")
+    local_model_path: str = _setting(
+        "LOCAL_MODEL_PATH", "", parse.text, "a GGUF file for the local provider (default: bundled)"
+    )
+    data_dir: str = _setting("SEELEN_DATA_DIR", "", parse.text, "where memories live")
+    profile: str = _setting(
+        "SEELEN_PROFILE", "default", parse.profile, "separate memories per profile"
+    )
     max_conv_num: int = _setting(
-        "MAX_CONV_NUM", 20, _int(2), "live exchanges (a message and its reply) before folding"
+        "MAX_CONV_NUM",
+        20,
+        parse.whole(2),
+        "live exchanges (a message and its reply) before folding",
     )
     refresh_every_conv_num: int = _setting(
-        "REFRESH_EVERY_CONV_NUM", 10, _int(1), "oldest exchanges folded into the summary at once"
+        "REFRESH_EVERY_CONV_NUM",
+        10,
+        parse.whole(1),
+        "oldest exchanges folded into the summary at once",
     )
     recall_session_num: int = _setting(
-        "RECALL_SESSION_NUM", 3, _int(0, 50), "related past sessions shown to the model"
+        "RECALL_SESSION_NUM", 3, parse.whole(0, 50), "related past sessions shown to the model"
     )
     # A safety bound only: RECALL_TOKENS decides. At the default budget the passages held
     # 31 turns on MemoryBank and 70 on bench_recall.py's shorter turns (means a question).
     recall_conv_num: int = _setting(
-        "RECALL_CONV_NUM", 100, _int(0, 400), "most past turns (with their context) recalled"
+        "RECALL_CONV_NUM", 100, parse.whole(0, 400), "most past turns (with their context) recalled"
     )
     recall_tokens: int = _setting(
         "RECALL_TOKENS",
         0,
-        _int(0),
+        parse.whole(0),
         "token budget of recalled past turns; 0 = 1500, at most 20% of the prompt budget",
     )
-    timezone: str = _setting("TIMEZONE", "", _timezone, "IANA name; empty = this machine's")
+    timezone: str = _setting("TIMEZONE", "", parse.timezone, "IANA name; empty = this machine's")
     debug_mode: bool = _setting(
-        "DEBUG_MODE", False, _bool, "log prompts and retries to logs/ (redacted, rotated)"
+        "DEBUG_MODE", False, parse.boolean, "log prompts and retries to logs/ (redacted, rotated)"
     )
-    enable_mcp: bool = _setting("ENABLE_MCP", True, _bool, "connect the MCP servers")
+    enable_mcp: bool = _setting("ENABLE_MCP", True, parse.boolean, "connect the MCP servers")
     mcp_servers_file: str = _setting(
         "MCP_SERVERS_FILE",
         "",
-        _str,
+        parse.text,
         "MCP server list (must exist); empty = ./mcp_servers.json when there is one",
     )
     embedding_provider: str = _setting(
         "EMBEDDING_PROVIDER",
         "auto",
-        _choice("auto", "local", "multilingual", "openai"),
+        parse.one_of("auto", "local", "multilingual", "openai"),
         "auto (local until you write in another language, then multilingual), local "
         "(English, fastest), multilingual (any language) or openai (the endpoint)",
     )
     embedding_model: str = _setting(
-        "EMBEDDING_MODEL", "", _str, "embedding model name when EMBEDDING_PROVIDER=openai"
+        "EMBEDDING_MODEL", "", parse.text, "embedding model name when EMBEDDING_PROVIDER=openai"
     )
     # The bundled 135M model rewrote the persona and profile with invented text at nearly
     # every /save (README, "The first five minutes"); the summary alone is still written.
     rewrite_files: str = _setting(
         "REWRITE_FILES",
         "auto",
-        _choice("auto", "true", "false"),
+        parse.one_of("auto", "true", "false"),
         "let /save rewrite the persona and profile; auto: not with the bundled 135M model",
     )
     max_reply_tokens: int = _setting(
-        "MAX_REPLY_TOKENS", 0, _int(0), "cap on tokens per model answer; 0 = the endpoint's"
+        "MAX_REPLY_TOKENS", 0, parse.whole(0), "cap on tokens per model answer; 0 = the endpoint's"
     )
     temperature: float | None = _setting(
-        "TEMPERATURE", None, _temperature, "chat model sampling, 0-2; empty = the endpoint's"
+        "TEMPERATURE", None, parse.temperature, "chat model sampling, 0-2; empty = the endpoint's"
     )
-    request_timeout: float = _setting("REQUEST_TIMEOUT", 60.0, _float(1), "seconds per request")
-    max_retries: int = _setting("MAX_RETRIES", 3, _int(0, 10), "retries on 429, 5xx, timeouts")
-    max_tool_rounds: int = _setting("MAX_TOOL_ROUNDS", 6, _int(0, 50), "tool rounds per turn")
-    tool_timeout: float = _setting("TOOL_TIMEOUT", 30.0, _float(0.1), "seconds per tool call")
+    request_timeout: float = _setting(
+        "REQUEST_TIMEOUT", 60.0, parse.number(1), "seconds per request"
+    )
+    max_retries: int = _setting(
+        "MAX_RETRIES", 3, parse.whole(0, 10), "retries on 429, 5xx, timeouts"
+    )
+    max_tool_rounds: int = _setting(
+        "MAX_TOOL_ROUNDS", 6, parse.whole(0, 50), "tool rounds per turn"
+    )
+    tool_timeout: float = _setting("TOOL_TIMEOUT", 30.0, parse.number(0.1), "seconds per tool call")
     tool_result_chars: int = _setting(
-        "TOOL_RESULT_CHARS", 8000, _int(100), "tool results are cut to this size"
+        "TOOL_RESULT_CHARS", 8000, parse.whole(100), "tool results are cut to this size"
     )
     vision: str = _setting(
         "VISION",
         "auto",
-        _choice("auto", "true", "false"),
+        parse.one_of("auto", "true", "false"),
         "send tools' images to the model; auto = unless it refuses them (never the bundled one)",
     )
     mcp_init_timeout: float = _setting(
-        "MCP_INIT_TIMEOUT", 15.0, _float(0.1), "seconds an MCP server has to answer its handshake"
+        "MCP_INIT_TIMEOUT",
+        15.0,
+        parse.number(0.1),
+        "seconds an MCP server has to answer its handshake",
     )
     context_tokens: int = _setting(
         "CONTEXT_TOKENS",
         0,
-        _budget,
+        parse.budget,
         "token budget of the whole prompt; 0 = 8000, or 1536 for the bundled local model",
     )
-    jina_api_key: str = _setting("JINA_API_KEY", "", _str, "enables the web_search tool")
+    jina_api_key: str = _setting("JINA_API_KEY", "", parse.text, "enables the web_search tool")
     owner: bool = _setting(
-        "SEELEN_OWNER", True, _bool, "answer `ask` through a warm background process"
+        "SEELEN_OWNER", True, parse.boolean, "answer `ask` through a warm background process"
     )
     idle_minutes: float = _setting(
-        "SEELEN_IDLE_MINUTES", 15.0, _float(0.01), "the background process exits after this"
+        "SEELEN_IDLE_MINUTES", 15.0, parse.number(0.01), "the background process exits after this"
     )
     # Two minutes: a chat opening (the local model loads in 5-20 s) or an owner finishing its
     # answers is long done by then; a re-index of a large memory is not, and is told so.
     wait_seconds: float = _setting(
         "SEELEN_WAIT_SECONDS",
         120.0,
-        _float(0),
+        parse.number(0),
         "how long a command waits for another Seelen process to finish with the profile",
     )
     knowledge_dirs: str = _setting(
-        "KNOWLEDGE_DIRS", "", _str, "note folders Seelen reads by itself, separated by ':'"
+        "KNOWLEDGE_DIRS", "", parse.text, "note folders Seelen reads by itself, separated by ':'"
     )
     knowledge_patterns: str = _setting(
-        "KNOWLEDGE_PATTERNS", "*.md,*.txt", _patterns, "which files there are notes (globs, by ',')"
+        "KNOWLEDGE_PATTERNS",
+        "*.md,*.txt",
+        parse.patterns,
+        "which files there are notes (globs, by ',')",
     )
     # A whole novel (~200,000 words) is about 1.2 MB: 2 MB keeps any hand-written note and
     # skips exports and logs, which would flood the index with one file's words.
     knowledge_max_bytes: int = _setting(
-        "KNOWLEDGE_MAX_BYTES", 2_000_000, _int(1), "larger files in those folders are skipped"
+        "KNOWLEDGE_MAX_BYTES",
+        2_000_000,
+        parse.whole(1),
+        "larger files in those folders are skipped",
     )
     disabled_tools: tuple[str, ...] = _setting(
-        "DISABLED_TOOLS", (), _names, "comma-separated tool names to hide (* and ? match)"
+        "DISABLED_TOOLS", (), parse.tool_names, "comma-separated tool names to hide (* and ? match)"
     )
     # Seven: a week of daily backups, or the last few before risky changes; each is a full
     # copy of the profile, so more is the user's choice, not a default.
-    backups: int = _setting("SEELEN_BACKUPS", 7, _int(1, 1000), "`seelen db backup` copies kept")
+    backups: int = _setting(
+        "SEELEN_BACKUPS", 7, parse.whole(1, 1000), "`seelen db backup` copies kept"
+    )
 
     @property
     def profile_dir(self) -> Path:
@@ -400,7 +315,7 @@ def existing_profiles(data_dir: str | Path) -> list[str]:
     names = []
     for folder in folders:
         try:
-            names.append(_profile(folder.name))
+            names.append(parse.profile(folder.name))
         except ValueError:  # backups, lancedb.damaged-*, a user's own folder
             continue
     return sorted(names)

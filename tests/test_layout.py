@@ -27,7 +27,8 @@ LAYERS: list[set[str]] = [
     {"seelen.models", "seelen.store", "seelen.vectors"},
     {"seelen.client"},
     {"seelen.protocol"},
-    {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen.counts", "seelen"},
+    {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen.counts"},
+    {"seelen.setting_values", "seelen"},
 ]
 # Units of one layer that must not import each other: the bottom stores stay apart.
 APART = [{"seelen.models", "seelen.store", "seelen.vectors"}, {"seelen.tools", "seelen.memory"}]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
@@ -17,6 +17,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 if TYPE_CHECKING:
+    from prompt_toolkit.application import Application
     from prompt_toolkit.input import Input
     from prompt_toolkit.key_binding import KeyPressEvent
     from prompt_toolkit.output import Output
@@ -101,3 +102,43 @@ def keys_unechoed() -> Iterator[None]:
     finally:
         with contextlib.suppress(termios.error):
             termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+async def read_lines(
+    session: PromptSession[str],
+    handle: Callable[[str], Awaitable[bool]],
+    say: Callable[[str], None],
+    on_shown: Callable[[], None] | None = None,
+) -> None:
+    """Read lines at the prompt and `handle` each until it returns False, Ctrl-D, or Ctrl-C
+    twice at an empty prompt (Ctrl-C on a typed line clears it; ↑ brings it back). `say`
+    prints a hint (Rich markup); `on_shown` runs once, right after the first draw."""
+    if on_shown is not None:
+        shown = on_shown
+
+        def first_draw(_: Application[str]) -> None:
+            session.app.after_render -= first_draw
+            shown()
+
+        session.app.after_render += first_draw
+    armed = False
+    while True:
+        try:
+            line = await session.prompt_async("› ", set_exception_handler=False)
+        except KeyboardInterrupt:
+            typed = session.default_buffer.text
+            if typed.strip():
+                session.history.append_string(typed)
+                say("[dim](line cleared: press ↑ to get it back)[/dim]")
+                armed = False
+                continue
+            if armed:
+                return
+            armed = True
+            say("[dim](press Ctrl-C again or Ctrl-D to leave)[/dim]")
+            continue
+        except EOFError:
+            return
+        armed = False
+        if not await handle(line):
+            return

@@ -22,7 +22,8 @@ from prompt_toolkit import PromptSession
 from rich.console import Console
 from rich.text import Text
 
-from seelen.chat.input import keys_unechoed, prompt_session
+from seelen.chat.archiving import Archiving
+from seelen.chat.input import keys_unechoed, prompt_session, read_lines
 from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
 from seelen.chat.slash import COMMANDS
 from seelen.config import Settings
@@ -30,17 +31,14 @@ from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
-    from prompt_toolkit.application import Application
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
     from seelen.app import App
     from seelen.chat.render import EventPrinter
-    from seelen.memory.sessions import ArchiveResult
     from seelen.models.nearby import NearbyServers
     from seelen.protocol.events import Event
     from seelen.service import ProfileService
-    from seelen.store import Session
 
 
 def _shown(text: str) -> str:
@@ -96,9 +94,9 @@ class Repl:
         self.turn_lock = asyncio.Lock()
         # While /incognito is on: the exchanges so far, kept in memory only.
         self.incognito: list[Any] | None = None
-        # At a prompt, /save archives behind it (`save`): the archive running, if any.
+        # At a prompt, /save archives behind it (`save`), one archive after another.
         self._interactive = False
-        self._archiving: asyncio.Task[None] | None = None
+        self.archiving = Archiving(console, lambda: self.app)
         if app is not None:
             self._attach(app)
 
@@ -212,13 +210,9 @@ class Repl:
         self.console.print(Text(line, style="dim"))
 
     def _say_draining(self, questions: int) -> None:
-        """Leaving while questions from other terminals are taken: the chat answers them
-        first, so say so before the wait."""
-        asked = (
-            "a question from another terminal"
-            if questions == 1
-            else f"{counted(questions, 'question')} from other terminals"
-        )
+        """Leaving while questions from other terminals are taken: say so before the wait."""
+        many = f"{counted(questions, 'question')} from other terminals"
+        asked = many if questions > 1 else "a question from another terminal"
         self._say_closing(f"finishing the answer to {asked}…")
 
     def _lock_taken(self) -> None:
@@ -265,7 +259,7 @@ class Repl:
             try:
                 await self._prompt_loop(on_shown)
             finally:
-                await self._finish_archiving()
+                await self.archiving.finish()
 
     def _background_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """A failure in background work: one line, and the chat goes on (never 'press Enter')."""
@@ -274,35 +268,8 @@ class Repl:
         self.console.print(f"[dim]background error: {_shown(str(detail))}[/dim]")
 
     async def _prompt_loop(self, on_shown: Callable[[], None] | None = None) -> None:
-        session = self._session = self._prompt_session()
-        if on_shown is not None:
-
-            def first_draw(_: Application[str]) -> None:
-                session.app.after_render -= first_draw
-                on_shown()
-
-            session.app.after_render += first_draw
-        armed = False
-        while True:
-            try:
-                line = await session.prompt_async("› ", set_exception_handler=False)
-            except KeyboardInterrupt:
-                typed = session.default_buffer.text
-                if typed.strip():  # Ctrl-C clears the line; ↑ brings it back
-                    session.history.append_string(typed)
-                    self.console.print("[dim](line cleared: press ↑ to get it back)[/dim]")
-                    armed = False
-                    continue
-                if armed:
-                    return
-                armed = True
-                self.console.print("[dim](press Ctrl-C again or Ctrl-D to leave)[/dim]")
-                continue
-            except EOFError:
-                return
-            armed = False
-            if not await self.handle(line):
-                return
+        self._session = self._prompt_session()
+        await read_lines(self._session, self.handle, self.console.print, on_shown)
 
     async def run_lines(self, lines: Iterable[str]) -> None:
         """Handle lines from a pipe as if typed, slash commands included."""
@@ -399,66 +366,17 @@ class Repl:
     async def save(self) -> None:
         """`/save`. At the prompt the new session opens at once and the old one is archived
         behind it (said when done); elsewhere (a pipe, `seelen save`) the archive runs to its
-        end first. Archives run one after another, each outside the turn lock: the old
-        session is no longer the one that turns write to."""
-        if not self._interactive:
-            await self.archive()
-            return
-        old = await self.app.sessions.begin_archive()
+        end first."""
+        if self._interactive:
+            await self.archiving.behind()
+        else:
+            await self.archiving.now()
         self._turns = 0
-        self.console.print(
-            "[green]A new session begins.[/green] "
-            "[dim]The last one is archived in the background; go on.[/dim]"
-        )
-        self._archiving = asyncio.create_task(self._archive_behind(old, self._archiving))
-
-    async def _archive_behind(self, session: Session, previous: asyncio.Task[None] | None) -> None:
-        if previous is not None:
-            await asyncio.wait([previous])  # its own failure was said already
-        try:
-            result = await self.app.sessions.finish_archive(session)
-        except SeelenError as exc:
-            reason = f"The last session is not archived yet ({exc}); the next start does it."
-            self.console.print(Text(reason, style="yellow"))
-            return
-        await self._show_archived(result, "The last session is archived")
-
-    async def _finish_archiving(self) -> None:
-        """Leaving while an archive runs: wait for it. Ctrl-C leaves at once; the archive's
-        steps are recorded, and the next start finishes it."""
-        if self._archiving is None or self._archiving.done():
-            return
-        self.console.print(
-            "[dim]Finishing the archive of the last session… "
-            "(Ctrl-C leaves now; the next start finishes it)[/dim]"
-        )
-        await self._archiving
 
     async def archive(self) -> None:
         """Archive the current session with a spinner and show what changed."""
-        with self.console.status("archiving the session…") as status:
-            result = await self.app.sessions.archive(
-                lambda step: status.update(f"archiving: {step}…")
-            )
+        await self.archiving.now()
         self._turns = 0
-        await self._show_archived(result, "Session archived", " A new session begins.")
-
-    async def _show_archived(self, result: ArchiveResult, headline: str, then: str = "") -> None:
-        """Say that an archive is done, and what it changed in the persona and profile."""
-        if await asyncio.to_thread(self.app.follow_language):
-            self.console.print("Memory is being embedded again for your language(s)…")
-        note = " (resumed)" if result.resumed else ""
-        self.console.print(f"[green]{headline}{note}.[/green]{then}")
-        noted: set[str] = set()
-        for change in result.changes:
-            if change.note and change.note not in noted:  # a note on both files: once
-                noted.add(change.note)
-                self.console.print(f"[yellow]{_shown(change.note)}[/yellow]")
-            if change.changed:
-                self.console.print(f"[bold]{change.name}[/bold] changed:")
-                for line in change.diff(12):
-                    style = "green" if line.startswith("+") else "red"
-                    self.console.print(Text(line, style=style))
 
     # --- prompt-toolkit ------------------------------------------------------------------
 
@@ -471,7 +389,7 @@ class Repl:
             return f" {s.profile} · opening your memory… · Alt-Enter: new line · /help"
         sid = self.app.sessions.current.session_id[:8]
         indexing = self.app.index.status() if self.app.index is not None else ""
-        if self._archiving is not None and not self._archiving.done():
+        if self.archiving.running:
             indexing = f"archiving the last session…{' · ' + indexing if indexing else ''}"
         return (
             f" {s.profile} · session {sid} · {counted(self._turns, 'turn')} · "
