@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from seelen.store import Session
 
 
-class Archiving:
+class ChatArchives:
     """The chat's archives, one after another, each outside the turn lock: the old session
     is no longer the one that turns write to."""
 

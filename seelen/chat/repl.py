@@ -22,7 +22,7 @@ from prompt_toolkit import PromptSession
 from rich.console import Console
 from rich.text import Text
 
-from seelen.chat.archiving import Archiving
+from seelen.chat.archiving import ChatArchives
 from seelen.chat.input import keys_unechoed, prompt_session, read_lines
 from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
 from seelen.chat.slash import COMMANDS
@@ -96,7 +96,7 @@ class Repl:
         self.incognito: list[Any] | None = None
         # At a prompt, /save archives behind it (`save`), one archive after another.
         self._interactive = False
-        self.archiving = Archiving(console, lambda: self.app)
+        self.archiving = ChatArchives(console, lambda: self.app)
         if app is not None:
             self._attach(app)
 
