@@ -26,7 +26,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -98,16 +98,20 @@ class ProfileLock:
             return
         if not wait:
             raise self.busy()
+        for pause in self.pauses(on_wait):
+            time.sleep(pause)
+            if self.try_acquire():
+                return
+
+    def pauses(self, on_wait: Callable[[str], None]) -> Iterator[float]:
+        """How a writer waits, once refused: it says whom it waits for, then tries again
+        after each pause yielded here, until `wait_seconds` pass (then ProfileBusy)."""
         on_wait(self.waiting_line())
         deadline = time.monotonic() + self.wait_seconds
-        while not self.try_acquire():
-            if time.monotonic() >= deadline:
-                raise self.timed_out()
-            time.sleep(LOCK_POLL_SECONDS)
-
-    def timed_out(self) -> ProfileBusy:
-        """The error of a writer that waited `wait_seconds` for the holder in vain."""
-        return ProfileBusy(place.Holder.read(self.path.parent).still_there(self.wait_seconds))
+        while time.monotonic() < deadline:
+            yield LOCK_POLL_SECONDS
+        holder = place.Holder.read(self.path.parent)
+        raise ProfileBusy(holder.still_there(self.wait_seconds))
 
     @property
     def held(self) -> bool:
@@ -138,12 +142,10 @@ async def take_lock(
         return
     if not wait:
         raise lock.busy()
-    on_wait(lock.waiting_line())
-    deadline = time.monotonic() + lock.wait_seconds
-    while not lock.try_acquire():
-        if time.monotonic() >= deadline:
-            raise lock.timed_out()
-        await asyncio.sleep(LOCK_POLL_SECONDS)
+    for pause in lock.pauses(on_wait):
+        await asyncio.sleep(pause)  # the event loop runs on: a chat can leave meanwhile
+        if lock.try_acquire():
+            return
 
 
 async def open_writer(

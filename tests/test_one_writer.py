@@ -40,6 +40,17 @@ sys.stdin.read()
 """
 
 
+def hold(profile: Path) -> subprocess.Popen[bytes]:
+    """Another process holding `profile`'s writer lock (until its stdin closes)."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(profile)], stdin=subprocess.PIPE)
+    wait_until(
+        lambda: f"pid {holder.pid}" in ProfileLock(profile, "").holder(),
+        30,
+        "the other process holds the profile",
+    )
+    return holder
+
+
 def fill(settings: Settings) -> None:
     """Two archived sessions: the first indexed (plus a vector whose text is gone, which a
     repair would drop), the second not indexed yet."""
@@ -79,13 +90,8 @@ def test_a_reader_changes_no_byte_while_a_writer_holds_the_profile(data_dir: Pat
     settings = load_settings({"TIMEZONE": "UTC"})
     profile = settings.profile_dir
     fill(settings)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(profile)], stdin=subprocess.PIPE)
+    holder = hold(profile)
     try:
-        wait_until(
-            lambda: f"pid {holder.pid}" in ProfileLock(profile, "").holder(),
-            30,
-            "the other process holds the profile",
-        )
         before, listed = snapshot(profile), entries(profile)
 
         found = run_cli("memory", "search", "--json", "my sister Ingrid's bees")
@@ -189,13 +195,8 @@ def test_a_writer_command_waits_for_the_profile_only_so_long(data_dir: Path) -> 
     settings = load_settings({"TIMEZONE": "UTC"})
     fill(settings)
     profile = settings.profile_dir
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(profile)], stdin=subprocess.PIPE)
+    holder = hold(profile)
     try:
-        wait_until(
-            lambda: f"pid {holder.pid}" in ProfileLock(profile, "").holder(),
-            30,
-            "the other process holds the profile",
-        )
         result = run_cli("memory", "reindex", env={"SEELEN_WAIT_SECONDS": "0.5"})
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
