@@ -239,10 +239,14 @@ def run_api(conv: Conversation, root: Path, options: argparse.Namespace) -> dict
         if options.asked_on == "after":
             recall.clock = BenchClock(conv.asked_ms)
         tune(recall, options)
+        default = recall.token_budget
         out = {}
         for without in options.without.split("/"):
             leave_out(recall, without)
-            out[without] = [memory.recall(q.text, options.limit) for q in conv.questions]
+            for budget in options.tokens.split(","):
+                recall.token_budget = int(budget) or default
+                key = without if budget == "0" else f"{without} @{budget}"
+                out[key] = [memory.recall(q.text, options.limit) for q in conv.questions]
         return out
 
 
@@ -336,6 +340,9 @@ def main() -> None:
     parser.add_argument("--only", default="", help="conversations, comma-separated")
     parser.add_argument("--dump", help="write every question's scores and ranking to FILE")
     parser.add_argument(
+        "--tokens", default="0", help="recall budgets (RECALL_TOKENS), comma-separated; 0: default"
+    )
+    parser.add_argument(
         "--embedder",
         default="auto",
         choices=("auto", "local", "multilingual"),
@@ -343,8 +350,8 @@ def main() -> None:
     )
     add_variant_flags(parser)
     options = parser.parse_args()
-    if options.cli and options.without:
-        raise SystemExit("--without needs the in-process run (the commands rank as shipped)")
+    if options.cli and (options.without or options.tokens != "0"):
+        raise SystemExit("--without and --tokens need the in-process run")
     started = time.perf_counter()
     convs = conversations(
         find_data(options.data), options, set(filter(None, options.only.split(",")))
