@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_memorybank import archived_session, export_turn
 from bench_recall import BenchClock, add_variant_flags, leave_out, tune
 from recall_data import CHANGES, chit_chat
 
@@ -98,26 +99,9 @@ def build(seed: int) -> tuple[str, list[Question], int]:
                 ids[key] = f"{tid}-u"
             for role, words, offset in (("user", text, 0), ("assistant", rng.choice(REPLIES), 30)):
                 moment = start + timedelta(minutes=n, seconds=offset)
-                turns.append(
-                    {
-                        "text_id": f"{tid}-{role[0]}",
-                        "time": moment.isoformat(timespec="milliseconds"),
-                        "role": role,
-                        "text": words,
-                    }
-                )
+                turns.append(export_turn(f"{tid}-{role[0]}", moment, role, words))
         end = start + timedelta(minutes=len(lines))
-        sessions.append(
-            {
-                "session_id": f"week-{week:02d}",
-                "status": "archived",
-                "start": start.isoformat(timespec="milliseconds"),
-                "end": end.isoformat(timespec="milliseconds"),
-                "summary": None,
-                "rolling_summary": None,
-                "turns": turns,
-            }
-        )
+        sessions.append(archived_session(f"week-{week:02d}", start, end, turns))
     questions = []
     for i, row in enumerate(rows):
         new, old = ids[f"new-{i}"], ids[f"old-{i}"]

@@ -60,6 +60,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_memorybank import archived_session, export_turn
 from bench_recall import BenchClock, add_variant_flags, leave_out, tune
 
 from seelen.api import Memory
@@ -157,27 +158,10 @@ def export_for(
         for i, turn in enumerate(turns):
             tid = turn_id(name, turn["dia_id"])
             moment = start + timedelta(seconds=TURN_SECONDS * i)
-            rows.append(
-                {
-                    "text_id": tid,
-                    "time": moment.isoformat(timespec="milliseconds"),
-                    "role": roles[turn["speaker"]],
-                    "text": turn_text(turn, options),
-                }
-            )
+            rows.append(export_turn(tid, moment, roles[turn["speaker"]], turn_text(turn, options)))
             session_of[tid] = sid
         end = start + timedelta(seconds=TURN_SECONDS * len(turns))
-        out.append(
-            {
-                "session_id": sid,
-                "status": "archived",
-                "start": start.isoformat(timespec="milliseconds"),
-                "end": end.isoformat(timespec="milliseconds"),
-                "summary": None,
-                "rolling_summary": None,
-                "turns": rows,
-            }
-        )
+        out.append(archived_session(sid, start, end, rows))
         last = max(last, int(start.timestamp() * 1000))
     doc = {"format": "seelen-export", "version": 2, "sessions": out}
     return json.dumps(doc, ensure_ascii=False), session_of, last

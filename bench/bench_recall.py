@@ -476,15 +476,17 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
 
 
 class StagedRecall(Recall):
-    """Chat's recall, timing two stages: the passages (neighbours looked up, the budget
-    filled) and the word shares that weigh BM25's votes: wall time, and the thread's CPU
-    time, which a busy machine inflates far less."""
+    """Chat's recall, timing three stages: the passages (neighbours looked up, the budget
+    filled), the word shares that weigh BM25's votes, and the lift of the user's answers to
+    matching questions: wall time, and the thread's CPU time, which a busy machine inflates
+    far less."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stages: dict[str, tuple[list[float], list[float]]] = {
             "passage": ([], []),
             "word-share": ([], []),
+            "answer-lift": ([], []),
         }
 
     def _timed(self, stage: str, run: Any, *args: Any) -> Any:
@@ -499,6 +501,9 @@ class StagedRecall(Recall):
     def _passages(self, ranked: list[Any]) -> list[Any]:
         result: list[Any] = self._timed("passage", super()._passages, ranked)
         return result
+
+    def _answers(self, fused: Any) -> Any:
+        return self._timed("answer-lift", super()._answers, fused)
 
     def _shares(self, query: str, lists: Any) -> dict[str, float]:
         if not any(hits for name, hits in lists.items() if name.startswith("bm25")):

@@ -265,14 +265,22 @@ def test_the_answer_to_a_matching_question_joins_the_ranking(memory: Memory) -> 
         "grandmother wrote on the back of an envelope years ago."
     )
     ask, answer = memory.session([("assistant", "Which soup did you make for the party?"), said])
+    # The user asking: the assistant's advice is no answer to a later question about the user.
+    _, advice = memory.session(
+        [
+            "Which soup should I make for the party next year?",
+            ("assistant", "Lentils with cumin and a squeeze of lemon travel well in a big pot."),
+        ]
+    )
     for dish in ("curry", "pie", "stew", "salad", "cake"):
         memory.session([f"The party food was {dish}, everyone loved it"])
     recall, current = memory.recall()
     question = "What soup did I make for the party?"
     found = recall.search(question, current, mode="bm25").turns  # words find the question only
     ids = [t.text_id for t in found]
-    assert ids.index(answer) == ids.index(ask) + 1  # right after the question it answers
+    assert ids.index(ask) < ids.index(answer) <= 2  # lifted by the question it answers
     assert found[ids.index(answer)].sources == {"near": ids.index(ask) + 1}
+    assert advice not in ids
     recall.near_share = 0.0
     assert answer not in [t.text_id for t in recall.search(question, current, mode="bm25").turns]
 

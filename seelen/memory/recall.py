@@ -6,7 +6,8 @@ with the turns that make it understandable, passages.py) within a token budget (
 `conv_num` turns, a safety bound). Ranked lists are fused by reciprocal rank:
 score = Σ weight × share / (60 + rank), a BM25 vote scaled by the share of the question's
 word weight the turn holds (fusion.py); a question about what the assistant said lifts its
-replies.
+replies, and the user's answer to a matching question gains from it (lifts.py); a question
+about the present puts newer versions of a fact first (changes.py).
 A matching summary only lifts its session's turns a little (a low-weight list searched inside
 its session); it never filters, and its turns never outvote the direct search. A question
 that names a time ("on March 4") is also searched inside that time's sessions. Turns come out
@@ -189,7 +190,7 @@ class Recall:
         if asks_assistant(query):
             fused = replies_lifted(self.store, fused, self._depth(conv_num))
         if self.near_share:
-            fused = answers_lifted(self.store, fused, self.near_share)
+            fused = self._answers(fused)
         newer = vectors if self.supersede and asks_present(query, hint) else {}
         turns, passages = self._turns(fused, conv_num, current_session, hint, newer)
         seconds = time.perf_counter() - started
@@ -279,6 +280,10 @@ class Recall:
         found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
         return self.store.word_shares(query, found)
 
+    def _answers(self, fused: Fused) -> Fused:
+        """The ranking with the user's answers to matching questions lifted (lifts.py)."""
+        return answers_lifted(self.store, fused, self.near_share)
+
     def _depth(self, limit: int | None) -> int:
         """How many fused candidates are read: those listed, and at least twice the depth of
         one ranker (the passages are filled from them)."""
@@ -324,19 +329,7 @@ class Recall:
         for text_id, score, ranks in fused:
             s: Summary | None = found.get(text_id)
             if s is not None:  # a vector whose text was deleted is simply skipped
-                out.append(
-                    RecalledItem(
-                        text_id,
-                        s.session_id,
-                        "summary",
-                        s.text,
-                        "",
-                        s.start_ms,
-                        s.end_ms,
-                        score,
-                        ranks,
-                    )
-                )
+                out.append(_summary_item(s, score, ranks))
         return out
 
     def _turns(
@@ -368,9 +361,8 @@ class Recall:
         passages = self._passages(items)
         shown = {t.text_id for p in passages for t in p.turns}
         marked = [replace(i, in_prompt=i.text_id in shown) for i in items]
-        return (marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]), (
-            passages
-        )
+        shown_turns = marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]
+        return shown_turns, passages
 
     def _passages(self, ranked: list[RecalledItem]) -> list[Passage]:
         """The ranked turns with their context, fitted to the token budget and the cap."""
@@ -388,10 +380,7 @@ class Recall:
 
         neighbours = {tid: (item(b), item(a)) for tid, (b, a) in around.items()}
         fill = PassageFill(
-            neighbours,
-            budget=self.token_budget,
-            cap=self.conv_num,
-            rule=self.context,
+            neighbours, budget=self.token_budget, cap=self.conv_num, rule=self.context
         )
         return fill.fill(ranked)
 
@@ -399,4 +388,10 @@ class Recall:
 def _turn_item(t: Turn, score: float, ranks: dict[str, int]) -> RecalledItem:
     return RecalledItem(
         t.text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks, seq=t.seq
+    )
+
+
+def _summary_item(s: Summary, score: float, ranks: dict[str, int]) -> RecalledItem:
+    return RecalledItem(
+        s.text_id, s.session_id, "summary", s.text, "", s.start_ms, s.end_ms, score, ranks
     )
