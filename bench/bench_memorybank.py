@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -79,6 +80,31 @@ def text_id(lang: str, person: int, date: str, exchange: int, role: str) -> str:
     return f"{slug(lang, person)}-{date}-{exchange}-{role[0]}"
 
 
+def export_turn(text_id: str, moment: datetime, role: str, text: str) -> dict[str, str]:
+    """One turn as `seelen export --format json` writes it."""
+    return {
+        "text_id": text_id,
+        "time": moment.isoformat(timespec="milliseconds"),
+        "role": role,
+        "text": text,
+    }
+
+
+def archived_session(
+    session_id: str, start: datetime, end: datetime, turns: list[dict[str, str]]
+) -> dict[str, Any]:
+    """One archived session without a summary, as the export writes it."""
+    return {
+        "session_id": session_id,
+        "status": "archived",
+        "start": start.isoformat(timespec="milliseconds"),
+        "end": end.isoformat(timespec="milliseconds"),
+        "summary": None,
+        "rolling_summary": None,
+        "turns": turns,
+    }
+
+
 def export_for(lang: str, person: int, history: dict[str, list[dict[str, str]]]) -> str:
     """One person's days as a `seelen export --format json` document."""
     sessions = []
@@ -89,26 +115,10 @@ def export_for(lang: str, person: int, history: dict[str, list[dict[str, str]]])
         for i, pair in enumerate(history[date]):
             for role, key, offset in (("user", "query", 0), ("assistant", "response", 30)):
                 moment = day + timedelta(minutes=i, seconds=offset)
-                turns.append(
-                    {
-                        "text_id": text_id(lang, person, date, i, role),
-                        "time": moment.isoformat(timespec="milliseconds"),
-                        "role": role,
-                        "text": str(pair.get(key) or ""),
-                    }
-                )
+                tid = text_id(lang, person, date, i, role)
+                turns.append(export_turn(tid, moment, role, str(pair.get(key) or "")))
         end = day + timedelta(minutes=len(history[date]), seconds=30)
-        sessions.append(
-            {
-                "session_id": f"{slug(lang, person)}-{date}",
-                "status": "archived",
-                "start": day.isoformat(timespec="milliseconds"),
-                "end": end.isoformat(timespec="milliseconds"),
-                "summary": None,
-                "rolling_summary": None,
-                "turns": turns,
-            }
-        )
+        sessions.append(archived_session(f"{slug(lang, person)}-{date}", day, end, turns))
     return json.dumps({"format": "seelen-export", "version": 2, "sessions": sessions})
 
 

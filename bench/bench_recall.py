@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall_data import BenchQuery, BenchSession, Dataset, build, chit_chat, scale
 
 import seelen.memory.recall as recall_module
-from seelen.memory import when
+from seelen.memory import changes, when
 from seelen.memory.clock import Clock
 from seelen.memory.indexer import Indexer
 from seelen.memory.recall import Recall
@@ -313,11 +313,19 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--context", default="brief", help="passage rules (passages.CONTEXTS), comma-separated"
     )
+    parser.add_argument("--candidates", type=int, help="turns each ranker hands to fusion")
+    parser.add_argument(
+        "--similar", type=float, help="cosine above which a newer statement supersedes"
+    )
+    parser.add_argument(
+        "--near-share", type=float, help="share of a strong turn's score its neighbours gain"
+    )
     parser.add_argument(
         "--without",
         default="",
         help="ranking changes left out, comma-separated: shares (BM25 votes by word share), "
-        "lift (questions about the assistant's words), zh-days (Chinese dates as days); "
+        "lift (questions about the assistant's words), zh-days (Chinese dates as days), "
+        "near (neighbours of strong turns lifted), newer (a newer similar statement first); "
         "several variants separated by '/', each measured on the same index",
     )
 
@@ -330,9 +338,17 @@ def tune(recall: Recall, args: argparse.Namespace) -> None:
             recall.weights[name] = recall.weights.get(name, 1.0) * args.bm25_weight
     if args.bm25_floor is not None:
         recall.bm25_floor = args.bm25_floor
+    if args.candidates is not None:
+        recall.candidates = args.candidates
+    if args.similar is not None:
+        changes.SUPERSEDE_SIMILAR = args.similar
+    if args.near_share is not None:
+        recall.near_share = args.near_share
+    _TUNED[id(recall)] = recall.near_share
 
 
-CHANGES = ("shares", "lift", "zh-days")
+CHANGES = ("shares", "lift", "zh-days", "near", "newer")
+_TUNED: dict[int, float] = {}  # each recall's neighbour share as tuned, put back by leave_out
 _ASKS_ASSISTANT = recall_module.asks_assistant
 _ZH_DATE = when._ZH_DATE
 
@@ -352,6 +368,8 @@ def leave_out(recall: Recall, without: str) -> None:
     # Before: "5月2号" named the month alone.
     month = re.compile(r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月()")
     when._ZH_DATE = month if "zh-days" in names else _ZH_DATE
+    recall.near_share = 0.0 if "near" in names else _TUNED.get(id(recall), recall.near_share)
+    recall.supersede = "newer" not in names
 
 
 class BenchClock(Clock):
@@ -458,15 +476,17 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
 
 
 class StagedRecall(Recall):
-    """Chat's recall, timing two stages: the passages (neighbours looked up, the budget
-    filled) and the word shares that weigh BM25's votes: wall time, and the thread's CPU
-    time, which a busy machine inflates far less."""
+    """Chat's recall, timing three stages: the passages (neighbours looked up, the budget
+    filled), the word shares that weigh BM25's votes, and the lift of the user's answers to
+    matching questions: wall time, and the thread's CPU time, which a busy machine inflates
+    far less."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stages: dict[str, tuple[list[float], list[float]]] = {
             "passage": ([], []),
             "word-share": ([], []),
+            "answer-lift": ([], []),
         }
 
     def _timed(self, stage: str, run: Any, *args: Any) -> Any:
@@ -481,6 +501,9 @@ class StagedRecall(Recall):
     def _passages(self, ranked: list[Any]) -> list[Any]:
         result: list[Any] = self._timed("passage", super()._passages, ranked)
         return result
+
+    def _answers(self, fused: Any) -> Any:
+        return self._timed("answer-lift", super()._answers, fused)
 
     def _shares(self, query: str, lists: Any) -> dict[str, float]:
         if not any(hits for name, hits in lists.items() if name.startswith("bm25")):

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from seelen.memory.fusion import HALF_VOTE, RRF_K, asks_assistant, fuse, lift_replies
+from seelen.memory.fusion import (
+    HALF_VOTE,
+    RRF_K,
+    asks_assistant,
+    fuse,
+    lift_replies,
+    spread_to_neighbours,
+)
 from seelen.store import Store
 
 
@@ -88,3 +95,14 @@ def test_a_reply_ranks_with_the_request_it_answers() -> None:
     # A reply already ranked higher keeps its own score (plus the lift).
     ahead = lift_replies([("reply", 0.04, {}), *fused], {"request": "reply"}, {"reply"})
     assert ahead[0] == ("reply", pytest.approx(0.04 + HALF_VOTE), {"you": 1})
+
+
+def test_a_turn_passes_a_share_of_its_score_to_its_neighbours() -> None:
+    fused = [("question", 0.04, {"bm25": 1}), ("other", 0.03, {"vector": 1})]
+    spread = spread_to_neighbours(fused, {"question": (None, "answer")}, 0.5)
+    scores = {i: s for i, s, _ in spread}
+    assert scores == {"question": 0.04, "other": 0.03, "answer": pytest.approx(0.02)}
+    assert dict(spread[-1][2]) == {"near": 1}  # found by no ranker: joins, said why
+    # A neighbour already ranked gains on top of its own score, the most it is offered.
+    both = spread_to_neighbours(fused, {"question": (None, "other"), "x": (None, "other")}, 0.5)
+    assert both[0] == ("other", pytest.approx(0.05), {"vector": 1, "near": 1})

@@ -204,6 +204,7 @@ def test_a_recalled_turn_brings_the_turns_that_make_it_understandable(memory: Me
         ]
     )
     recall, current = memory.recall()
+    recall.near_share = 0.0  # the answer is not lifted into the ranking: the passage brings it
     result = recall.search("skiing in Norway", current, mode="bm25")  # finds the question only
     (passage,) = [p for p in result.passages if ask in {t.text_id for t in p.turns}]
     shown = {t.text_id: t for t in passage.turns}
@@ -256,3 +257,44 @@ def test_which_neighbours_make_a_turn_understandable() -> None:
     assert context_of(long, ask, after, "brief") == []  # a statement stands on its own
     assert context_of(long, ask, after, "around") == [ask, after]
     assert context_of(ask, None, yes, "none") == []
+
+
+def test_the_answer_to_a_matching_question_joins_the_ranking(memory: Memory) -> None:
+    said = (
+        "Pumpkin with a little brown butter and crispy leaves on top, the recipe my "
+        "grandmother wrote on the back of an envelope years ago."
+    )
+    ask, answer = memory.session([("assistant", "Which soup did you make for the party?"), said])
+    # The user asking: the assistant's advice is no answer to a later question about the user.
+    _, advice = memory.session(
+        [
+            "Which soup should I make for the party next year?",
+            ("assistant", "Lentils with cumin and a squeeze of lemon travel well in a big pot."),
+        ]
+    )
+    for dish in ("curry", "pie", "stew", "salad", "cake"):
+        memory.session([f"The party food was {dish}, everyone loved it"])
+    recall, current = memory.recall()
+    question = "What soup did I make for the party?"
+    found = recall.search(question, current, mode="bm25").turns  # words find the question only
+    ids = [t.text_id for t in found]
+    assert ids.index(ask) < ids.index(answer) <= 2  # lifted by the question it answers
+    assert found[ids.index(answer)].sources == {"near": ids.index(ask) + 1}
+    assert advice not in ids
+    recall.near_share = 0.0
+    assert answer not in [t.text_id for t in recall.search(question, current, mode="bm25").turns]
+
+
+def test_asked_about_now_the_newer_version_of_a_fact_ranks_first(memory: Memory) -> None:
+    (berlin,) = memory.session(["My commute to work is forty minutes on the tram."])
+    for line in ("The tram drivers are on strike tomorrow.", "Getting to the airport takes ages."):
+        memory.session([line])
+    (bike,) = memory.session(["Since the move my commute to work is ten minutes by bike."])
+    recall, current = memory.recall()
+    now = recall.search("How long is my commute to work on the tram now?", current).turns
+    assert now[0].text_id == bike and now[0].sources.get("newer")
+    assert [t.text_id for t in now].index(berlin) == 1  # the old one right below
+    # Without the change, the rankers' own order: the old statement matches better.
+    recall.supersede = False
+    plain = recall.search("How long is my commute to work on the tram now?", current).turns
+    assert plain[0].text_id == berlin and "newer" not in plain[0].sources

@@ -87,3 +87,26 @@ def lift_replies(fused: Fused, replies: Mapping[str, str], assistant: set[str]) 
             ranks[text_id]["you"] = 1
     order = sorted(scores, key=lambda i: scores[i], reverse=True)
     return [(i, scores[i], ranks[i]) for i in order]
+
+
+def spread_to_neighbours(
+    fused: Fused, around: Mapping[str, tuple[str | None, str | None]], share: float
+) -> Fused:
+    """Each turn in `around` (id → its previous and next spoken turn) passes `share` of its
+    score to those neighbours: a neighbour gains the most it is offered (ranked as "near":
+    the rank of the turn that offered it), and one found by no ranker joins the ranking.
+    Best first again; exact ties keep their order."""
+    scores = {i: s for i, s, _ in fused}
+    ranks = {i: dict(r) for i, _, r in fused}
+    place = {i: n for n, (i, _, _) in enumerate(fused, start=1)}
+    gains: dict[str, tuple[float, int]] = {}
+    for text_id, pair in around.items():
+        offered = share * scores.get(text_id, 0.0)
+        for near in pair:
+            if near is not None and offered > gains.get(near, (0.0, 0))[0]:
+                gains[near] = (offered, place.get(text_id, 0))
+    for near, (gain, rank) in gains.items():
+        scores[near] = scores.get(near, 0.0) + gain
+        ranks[near] = {**ranks.get(near, {}), "near": rank}
+    order = sorted(scores, key=lambda i: scores[i], reverse=True)
+    return [(i, scores[i], ranks[i]) for i in order]

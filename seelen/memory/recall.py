@@ -6,7 +6,8 @@ with the turns that make it understandable, passages.py) within a token budget (
 `conv_num` turns, a safety bound). Ranked lists are fused by reciprocal rank:
 score = Σ weight × share / (60 + rank), a BM25 vote scaled by the share of the question's
 word weight the turn holds (fusion.py); a question about what the assistant said lifts its
-replies.
+replies, and the user's answer to a matching question gains from it (lifts.py); a question
+about the present puts newer versions of a fact first (changes.py).
 A matching summary only lifts its session's turns a little (a low-weight list searched inside
 its session); it never filters, and its turns never outvote the direct search. A question
 that names a time ("on March 4") is also searched inside that time's sessions. Turns come out
@@ -27,17 +28,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from seelen.errors import SeelenError
+from seelen.memory.changes import asks_present, newer_first
 from seelen.memory.clock import Clock
 from seelen.memory.context import RECALL_TOKENS
-from seelen.memory.fusion import (
-    RRF_K,
-    Fused,
-    Scored,
-    asks_assistant,
-    fuse,
-    lift_replies,
-    strong_hits,
-)
+from seelen.memory.fusion import RRF_K, Fused, Scored, asks_assistant, fuse, strong_hits
+from seelen.memory.lifts import NEAR_SHARE, answers_lifted, replies_lifted
 from seelen.memory.passages import PassageFill
 from seelen.memory.recalled import Passage, RecalledItem, RecallResult
 from seelen.memory.when import TimeHint, in_time_first, parse_time
@@ -112,6 +107,8 @@ class Recall:
         self.bm25_floor = bm25_floor
         self.time_sessions = time_sessions  # 0: no search inside a named time
         self.context = context  # which neighbours a recalled turn brings (passages.py)
+        self.near_share = NEAR_SHARE  # 0: neighbours gain nothing from a strong turn
+        self.supersede = True  # a newer similar statement above an older one (changes.py)
         self.weights = {
             "bm25_in_sessions": SESSION_WEIGHT,
             "vector_in_sessions": SESSION_WEIGHT,
@@ -187,11 +184,15 @@ class Recall:
         summaries = in_time_first(summaries, hint)[: self.session_num]
         self._inside(pending, "in_sessions", query, vector, [s.session_id for s in summaries])
         self._inside(pending, "in_time", query, vector, self._sessions_in(hint, current_session))
-        lists = self._lists("t:", pending, notices)
+        vectors: dict[str, np.ndarray] = {}
+        lists = self._lists("t:", pending, notices, vectors)
         fused = self._fuse(lists, self._shares(query, lists))
         if asks_assistant(query):
-            fused = self._replies_lifted(fused, conv_num)
-        turns, passages = self._turns(fused, conv_num, current_session, hint)
+            fused = replies_lifted(self.store, fused, self._depth(conv_num))
+        if self.near_share:
+            fused = self._answers(fused)
+        newer = vectors if self.supersede and asks_present(query, hint) else {}
+        turns, passages = self._turns(fused, conv_num, current_session, hint, newer)
         seconds = time.perf_counter() - started
         notice = self._notice(notices)
         return RecallResult(query, summaries, turns, seconds, mode, notice, passages)
@@ -279,17 +280,9 @@ class Recall:
         found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
         return self.store.word_shares(query, found)
 
-    def _replies_lifted(self, fused: Fused, limit: int | None) -> Fused:
-        """The ranking for a question about the assistant's words (fusion.lift_replies):
-        the replies to the candidates the user said, and the assistant's turns lifted."""
-        head = fused[: self._depth(limit)]
-        found = self.store.get_turns(i for i, _, _ in head)
-        asked = [i for i, t in found.items() if t.role == "user"]
-        after = {i: pair[1] for i, pair in self.store.spoken_around(asked).items() if pair[1]}
-        found |= self.store.get_turns(a for a in after.values() if a not in found)
-        assistant = {i for i, t in found.items() if t.role == "assistant"}
-        replies = {i: a for i, a in after.items() if a in assistant}
-        return lift_replies(head, replies, assistant) + fused[len(head) :]
+    def _answers(self, fused: Fused) -> Fused:
+        """The ranking with the user's answers to matching questions lifted (lifts.py)."""
+        return answers_lifted(self.store, fused, self.near_share)
 
     def _depth(self, limit: int | None) -> int:
         """How many fused candidates are read: those listed, and at least twice the depth of
@@ -297,11 +290,15 @@ class Recall:
         return max(limit or 0, self.candidates * 2)
 
     def _lists(
-        self, prefix: str, pending: dict[str, Future[Any]], notices: list[str]
+        self,
+        prefix: str,
+        pending: dict[str, Future[Any]],
+        notices: list[str],
+        vectors: dict[str, np.ndarray] | None = None,
     ) -> dict[str, Scored]:
-        """Collect one stage's ranked id lists (BM25 lists cut at the score floor). A vector
-        search that failed is left out and its error noted in `notices`: keywords alone
-        still recall."""
+        """Collect one stage's ranked id lists (BM25 lists cut at the score floor), and the
+        vector hits' vectors into `vectors`. A vector search that failed is left out and its
+        error noted in `notices`: keywords alone still recall."""
         lists = {}
         for key, future in pending.items():
             if not key.startswith(prefix):
@@ -318,6 +315,8 @@ class Recall:
                 lists[name] = strong_hits(result, self.bm25_floor)
             else:
                 lists[name] = [(hit.text_id, hit.score) for hit in result]
+                if vectors is not None:
+                    vectors.update((h.text_id, h.vector) for h in result if h.vector is not None)
         return lists
 
     def _vectors_usable(self) -> bool:
@@ -330,23 +329,16 @@ class Recall:
         for text_id, score, ranks in fused:
             s: Summary | None = found.get(text_id)
             if s is not None:  # a vector whose text was deleted is simply skipped
-                out.append(
-                    RecalledItem(
-                        text_id,
-                        s.session_id,
-                        "summary",
-                        s.text,
-                        "",
-                        s.start_ms,
-                        s.end_ms,
-                        score,
-                        ranks,
-                    )
-                )
+                out.append(_summary_item(s, score, ranks))
         return out
 
     def _turns(
-        self, fused: Fused, limit: int | None, current_session: str | None, hint: TimeHint | None
+        self,
+        fused: Fused,
+        limit: int | None,
+        current_session: str | None,
+        hint: TimeHint | None,
+        newer: dict[str, np.ndarray],
     ) -> tuple[list[RecalledItem], list[Passage]]:
         """The ranked turns and the passages chat shows. Without `limit`, the turns are the
         recalled ones the passages hold (what chat asks for); with it, the first `limit`, each
@@ -362,13 +354,15 @@ class Recall:
             t: Turn | None = found.get(text_id)
             if t is not None and t.session_id != current_session:
                 items.append(_turn_item(t, score, ranks))
-        items = [replace(i, rank=r) for r, i in enumerate(in_time_first(items, hint), 1)]
+        items = in_time_first(items, hint)
+        if newer:  # a question about the present: newer versions of a fact first
+            items = newer_first(items, newer)
+        items = [replace(i, rank=r) for r, i in enumerate(items, 1)]
         passages = self._passages(items)
         shown = {t.text_id for p in passages for t in p.turns}
         marked = [replace(i, in_prompt=i.text_id in shown) for i in items]
-        return (marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]), (
-            passages
-        )
+        shown_turns = marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]
+        return shown_turns, passages
 
     def _passages(self, ranked: list[RecalledItem]) -> list[Passage]:
         """The ranked turns with their context, fitted to the token budget and the cap."""
@@ -386,10 +380,7 @@ class Recall:
 
         neighbours = {tid: (item(b), item(a)) for tid, (b, a) in around.items()}
         fill = PassageFill(
-            neighbours,
-            budget=self.token_budget,
-            cap=self.conv_num,
-            rule=self.context,
+            neighbours, budget=self.token_budget, cap=self.conv_num, rule=self.context
         )
         return fill.fill(ranked)
 
@@ -397,4 +388,10 @@ class Recall:
 def _turn_item(t: Turn, score: float, ranks: dict[str, int]) -> RecalledItem:
     return RecalledItem(
         t.text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks, seq=t.seq
+    )
+
+
+def _summary_item(s: Summary, score: float, ranks: dict[str, int]) -> RecalledItem:
+    return RecalledItem(
+        s.text_id, s.session_id, "summary", s.text, "", s.start_ms, s.end_ms, score, ranks
     )
