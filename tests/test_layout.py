@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"seelen.tools", "seelen.memory"},
     {"seelen.models", "seelen.store", "seelen.vectors"},
     {"seelen.owner.client", "seelen.owner.wire", "seelen.owner.procs", "seelen.owner"},
-    {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen"},
+    {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen.heap", "seelen"},
 ]
 # Units of one layer that must not import each other: the bottom stores stay apart.
 APART = [{"seelen.models", "seelen.store", "seelen.vectors"}, {"seelen.tools", "seelen.memory"}]

@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from seelen.errors import ModelError
+from seelen.heap import give_back, limit_arenas
 
 
 class Named(Protocol):
@@ -60,6 +61,7 @@ def load_session(path: Path) -> Session:
     # Idle threads sleep instead of spinning: the local chat model shares these two cores.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    limit_arenas()  # before onnxruntime starts its threads
     try:
         model = _int8(path)
         session: Session = ort.InferenceSession(
@@ -67,6 +69,8 @@ def load_session(path: Path) -> Session:
         )
     except Exception as exc:  # a corrupt or foreign file
         raise ModelError(f"cannot load the local embedding model {path}: {exc}") from exc
+    del model
+    give_back()  # the graph read and rewritten: 30 MB freed but kept by malloc
     names = {i.name for i in session.get_inputs()}
     if not {"input_ids", "attention_mask"} <= names or len(session.get_outputs()) != 1:
         raise ModelError(f"{path} is not a sentence-embedding model (inputs: {sorted(names)})")

@@ -49,7 +49,9 @@ def main() -> None:
     """`python -m seelen.owner.server`: the owner of the profile named by the environment."""
     from seelen.config import load_settings
     from seelen.errors import SeelenError
+    from seelen.heap import limit_arenas
 
+    limit_arenas()  # before any thread starts
     try:
         memory_only = os.environ.get(wire.MEMORY_ONLY_ENV) == "1"
         host_factory = functools.partial(open_host, memory_only=memory_only)
