@@ -13,7 +13,7 @@ from seelen.memory.imports.stream import StreamError, json_items
 ITEMS: list[object] = [
     {"id": "a", "mapping": {"n": {"text": "héllo 😀 \u00e9", "parts": [1, 2.5, None]}}},
     12345678901234567890,
-    "a string with \"quotes\" and ] and , inside",
+    'a string with "quotes" and ] and , inside',
     [],
     {},
     -0.5e-3,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from seelen.errors import StoreError
+from seelen.heap import give_back
 from seelen.vectors import folders
 from seelen.vectors import tables as tb
 from seelen.vectors.filters import id_predicates, session_filter, sql_string
@@ -270,11 +271,13 @@ class VectorIndex:
         finally:
             self._bulk -= 1
             if not self._bulk and self._unmaintained:
+                give_back()  # the pass's freed memory, before the upkeep's own peak
                 with self._writing(), tb.lance_errors("optimize"):
                     for kind in sorted(self._unmaintained):
                         if (main := self._table(kind)) is not None:
                             self._maintain_main(kind, main)
                     self._unmaintained.clear()
+                give_back()
 
     def _move_recent(self, kind: str, recent: LanceTable) -> None:
         """Copy the recent table into the main one in a single write, then empty it."""
@@ -291,6 +294,7 @@ class VectorIndex:
         self._writes[kind + RECENT] = 0
         if self._bulk:
             self._unmaintained.add(kind)
+            give_back()
         else:
             self._maintain_main(kind, main)
 
