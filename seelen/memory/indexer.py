@@ -14,7 +14,8 @@ thread, added to LanceDB, then marked. SQLite is the truth; the index can always
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,35 +72,19 @@ class Drift:
 
 def measure(store: Store, index: VectorIndex, kind: str) -> Drift:
     """Compare SQLite's texts of `kind` with the index's rows; raises `StoreError` when the
-    index cannot be read (every data file is read, so damage shows). Ids are compared as
-    Arrow columns, read from SQLite a page at a time: at a million texts Python sets and
-    dicts of them held several hundred MB."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    vectors = index.id_column(kind)
-    pages = [
-        (pa.array([i for i, _ in p]), pa.array([m for _, m in p])) for p in _pages(store, kind)
-    ]
-    texts = pa.chunked_array([ids for ids, _ in pages], pa.string())
-    marked = pa.chunked_array([flags for _, flags in pages], pa.bool_())
-    counts = pc.value_counts(vectors)
-    stored, times = counts.field("values"), counts.field("counts")
-    known = pc.is_in(stored, value_set=texts.combine_chunks())
-    has_vector = pc.is_in(texts, value_set=stored)
+    index cannot be read (every data file is read, so damage shows)."""
+    flags = store.index_flags(kind)
+    rows = index.inventory(kind)
+    counts = Counter(rows)
     return Drift(
         kind,
-        texts=len(texts),
-        vectors=len(vectors),
-        pending=len(texts) - int(pc.sum(marked).as_py() or 0),
-        missing=tuple(texts.filter(pc.and_(marked, pc.invert(has_vector))).to_pylist()),
-        orphans=tuple(stored.filter(pc.invert(known)).to_pylist()),
-        duplicates=tuple(stored.filter(pc.and_(known, pc.greater(times, 1))).to_pylist()),
+        texts=len(flags),
+        vectors=len(rows),
+        pending=sum(1 for marked in flags.values() if not marked),
+        missing=tuple(i for i, marked in flags.items() if marked and i not in counts),
+        orphans=tuple(i for i in counts if i not in flags),
+        duplicates=tuple(i for i, n in counts.items() if n > 1 and i in flags),
     )
-
-
-def _pages(store: Store, kind: str) -> Iterator[list[tuple[str, bool]]]:
-    yield from store.index_flag_pages(kind)
 
 
 class Indexer:
@@ -280,7 +265,7 @@ class Indexer:
 
     def _rebuild(self, progress: Progress | None) -> int:
         staged = self.index.staging()
-        total = sum(len(page) for kind in KINDS for page in self.store.index_flag_pages(kind))
+        total = sum(len(self.store.index_flags(kind)) for kind in KINDS)
         embedded: list[str] = []
         with staged.bulk():  # its upkeep once, at the end
             done = self._rebuild_into(staged, progress, total, embedded)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from seelen.store.records import (
@@ -236,19 +236,6 @@ class IndexBookkeeping:
         else:
             sql = "SELECT text_id, indexed FROM summary"
         return {r[0]: bool(r[1]) for r in self._query(sql)}
-
-    def index_flag_pages(self, kind: str, size: int = 50_000) -> Iterator[list[tuple[str, bool]]]:
-        """`index_flags` as (text_id, marked) pairs, a page of `size` at a time: a million
-        texts as one dict held ~200 MB of Python objects."""
-        table, where = ("summary", "") if kind == "summaries" else ("conversation", INDEXABLE_TURN)
-        after = 0
-        while rows := self._query(
-            f"SELECT rowid, text_id, indexed FROM {table} WHERE {where or 1} AND rowid > ? "
-            "ORDER BY rowid LIMIT ?",
-            (after, size),
-        ):
-            after = rows[-1][0]
-            yield [(r[1], bool(r[2])) for r in rows]
 
     def indexable(self, kind: str, after: int, limit: int) -> tuple[int, list[Turn | Summary]]:
         """The next `limit` texts of `kind` that belong in the vector index, after the

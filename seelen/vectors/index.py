@@ -23,7 +23,6 @@ from seelen.vectors.recent import RecentRows
 from seelen.vectors.records import KINDS, VectorHit, VectorRow, check_kind
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from lancedb._lancedb import IndexConfig
     from lancedb.db import LanceDBConnection
     from lancedb.table import LanceTable
@@ -399,16 +398,6 @@ class VectorIndex:
             for table in self._pair(kind):
                 ids += tb.all_rows(table, ["text_id"])["text_id"].to_pylist()
         return ids
-
-    def id_column(self, kind: str) -> pa.ChunkedArray:
-        """`inventory` as an Arrow column (no Python string per row); raises `StoreError`
-        when the index is damaged."""
-        import pyarrow as pa
-
-        check_kind(kind)
-        with tb.lance_errors(f"list {kind}"):
-            columns = [tb.all_rows(t, ["text_id"])["text_id"] for t in self._pair(kind)]
-        return pa.chunked_array([c for column in columns for c in column.chunks], pa.string())
 
     def text_ids(self, kind: str) -> set[str]:
         """Every stored text id of `kind` (to repair drift between SQLite and LanceDB)."""
