@@ -15,7 +15,7 @@ written through the import writer, so SQLite and its FTS index hold every row. E
 million texts would take hours, so a pool of real MiniLM vectors (MemoryBank texts) is
 embedded once and each row borrows one, as bench_recall.py does; LanceDB holds every row
 with its ANN index built as the indexer builds it. Built once per size and kept under
---cache (1M: about 20 minutes here), then each command runs as a process of its own, timed
+--cache (1M: under 5 minutes here, at load 8), then each command runs as a process of its own, timed
 with wait4: wall, CPU, peak RSS. `memory reindex` embeds for real: it is timed on the
 import profile (21,015 texts) and on each scale profile for --reindex-seconds, then
 stopped; its rate gives the whole. `ask` runs against tests/model_server.py's server,
