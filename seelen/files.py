@@ -11,20 +11,22 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 PRIVATE_UMASK = 0o077
 DIR_MODE, FILE_MODE = 0o700, 0o600
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` through a synced temporary file and an atomic rename."""
+def atomic_write(path: Path, text: str | Iterable[str]) -> None:
+    """Write `text` (or its pieces, one after another) to `path` through a synced temporary
+    file and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.writelines([text] if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -74,16 +74,60 @@ def test_matches_the_fp32_reference_model(embedder: LocalEmbedder) -> None:
     assert np.allclose(vectors @ vectors.T, REFERENCE_SIMILARITIES, atol=0.02)
 
 
-def test_order_kept_across_batches(
-    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+def test_a_text_has_the_same_vector_whatever_it_is_embedded_with(
+    embedder: LocalEmbedder,
 ) -> None:
-    """Texts are grouped by length into batches; the result must keep the caller's order."""
+    """Texts run side by side on several threads; each keeps its place in the result, and
+    its vector depends on nothing but the text (int8 runs would shift texts run together)."""
     texts = ["a much longer sentence about cats and dogs and birds", "hi", CAT, "", "two words"]
     singles = np.vstack([embedder.embed([t]) for t in texts])
-    monkeypatch.setattr(embedder, "batch_size", 2)
-    batched = embedder.embed(texts)
-    assert np.allclose(batched, singles, atol=1e-4)
-    assert np.isfinite(batched).all()
+    many = embedder.embed(texts * 4)
+    assert np.array_equal(many, np.vstack([singles] * 4))
+    assert np.isfinite(many).all()
+
+
+def test_the_int8_rewrite_keeps_the_weights_and_changes_every_product(tmp_path: Path) -> None:
+    """Each of the 36 int8-stored weight products runs in int8 (with its bias), the GELUs and
+    NaN guards are fused away, and the result still matches the float32 run closely."""
+    import onnx
+    import onnxruntime as ort
+
+    from seelen.models.embed import default_model_path
+    from seelen.models.int8_graph import int8_model
+
+    original = onnx.load(str(default_model_path()))
+    data = int8_model(default_model_path())
+    assert data is not None
+    rewritten = onnx.load_from_string(data)
+    ops = [n.op_type for n in rewritten.graph.node]
+    assert ops.count("DynamicQuantizeMatMul") == 36 and ops.count("MatMul") == 12  # attention
+    assert ops.count("Gelu") == 6 and "Erf" not in ops and "IsNaN" not in ops
+    weights = {w.name: w.raw_data for w in original.graph.initializer if w.data_type == 3}
+    kept = [w for w in rewritten.graph.initializer if w.name in weights]
+    assert len(kept) == len(weights) and all(weights[w.name] == w.raw_data for w in kept)
+    tokens = np.array([[101, 1045, 4233, 1037, 4937, 2315, 2771, 6499, 102]], dtype=np.int64)
+    feed = {"input_ids": tokens, "attention_mask": tokens * 0 + 1, "token_type_ids": tokens * 0}
+    plain, fast = (
+        ort.InferenceSession(m, providers=["CPUExecutionProvider"]).run(None, feed)[0][0].mean(0)
+        for m in (str(default_model_path()), data)
+    )
+    assert float(plain @ fast) / float(np.linalg.norm(plain) * np.linalg.norm(fast)) > 0.98
+
+
+def test_a_model_without_int8_products_is_loaded_as_it_is(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from seelen.models.int8_graph import int8_model
+
+    node = helper.make_node("Identity", ["x"], ["y"])
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [node], "g", [value("x", TensorProto.FLOAT, [1])], [value("y", TensorProto.FLOAT, [1])]
+    )
+    path = tmp_path / "plain.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    assert int8_model(path) is None
 
 
 def test_long_text_is_cut_at_256_tokens(embedder: LocalEmbedder) -> None:

@@ -244,3 +244,15 @@ def test_summarize_says_what_it_costs_then_replaces_the_made_up_summaries(
     assert again.exit_code == 0, again.output
     assert "has the tool model's summary already" in again.output
     assert len(env.chat_requests()) == 2  # nothing was sent twice
+
+
+def test_a_file_that_is_no_export_is_one_line_through_the_owner_too(
+    owner_env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    bad = tmp_path / "conversations.json"
+    bad.write_text('[{"mapping": {"a": ', "utf-8")
+    result = run_seelen("import", str(bad), timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.startswith("seelen: import: not JSON, or cut short")
+    assert result.stderr.count("\n") == 1
+    assert open_store(data_dir).count_turns() == 0

@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"seelen.client"},
     {"seelen.protocol"},
     {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen.counts"},
-    {"seelen.setting_values", "seelen"},
+    {"seelen.heap", "seelen"},
 ]
 # Units of one layer that must not import each other: the bottom stores stay apart.
 APART = [{"seelen.models", "seelen.store", "seelen.vectors"}, {"seelen.tools", "seelen.memory"}]

@@ -10,7 +10,14 @@ import pytest
 from seelen.errors import SeelenError
 from seelen.memory.clock import Clock
 from seelen.memory.persona import PROFILE, PersonaFiles
-from seelen.memory.transfer import import_export, render_export, to_ms
+from seelen.memory.transfer import (
+    export_chunks,
+    export_data,
+    export_markdown,
+    import_export,
+    render_export,
+    to_ms,
+)
 from seelen.store import Store
 
 # A fixed instant with a millisecond part, in a zone with a non-zero offset.
@@ -43,6 +50,23 @@ def seed(store: Store, files: PersonaFiles) -> dict[str, str]:
     store.set_rolling_summary(live.session_id, "They talked about a cat.", 1, cat.seq)
     files.write(PROFILE, "Allergic to peanuts.\n")
     return {"archived": old.session_id, "active": live.session_id}
+
+
+def test_the_export_written_a_session_at_a_time_is_the_whole_object_dumped(
+    tmp_path: Path,
+) -> None:
+    """`export_chunks` streams; joined, it is exactly the dump of `export_data` (JSON and
+    Markdown), for an empty profile too."""
+    store, files, clock = profile(tmp_path / "a")
+    for filled in (False, True):
+        if filled:
+            seed(store, files)
+        data = export_data(store, files, clock)
+        chunks = list(export_chunks(store, files, clock, "json"))
+        assert "".join(chunks) == json.dumps(data, ensure_ascii=False, indent=2)
+        assert len(chunks) == 2 + len(data["sessions"])  # one piece per session
+        markdown = "".join(export_chunks(store, files, clock, "markdown"))
+        assert markdown == export_markdown(data) == render_export(store, files, clock, "markdown")
 
 
 def test_export_import_export_is_identical(tmp_path: Path) -> None:

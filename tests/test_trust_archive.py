@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -211,7 +212,9 @@ async def test_a_binary_persona_breaks_no_command(env: ModelServer, data_dir: Pa
     raw = b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary"
     app.files.path(PERSONA).write_bytes(raw)
     assert await say(app, "hello") == "ok"
-    assert "binary" in (write_export(app, "json", None) or "")
+    out = io.StringIO()
+    write_export(app, "json", None, out)
+    assert "binary" in out.getvalue()
     result = await app.sessions.archive()
     assert "not plain UTF-8" in ({c.name: c.note for c in result.changes}[PERSONA] or "")
     assert app.files.path(PERSONA).read_bytes() == raw  # never rewritten behind the user's back

@@ -281,6 +281,26 @@ def test_index_segments_stay_bounded(tmp_path: Path) -> None:
     assert index.count("turns") == 166
 
 
+def test_a_bulk_of_adds_is_indexed_once_at_the_end(tmp_path: Path) -> None:
+    """Inside `bulk()` moved rows are appended without upkeep (every row still found, a
+    replaced row still replaced); leaving it compacts the main table and builds its index."""
+    index = VectorIndex(tmp_path / "lancedb", "m", DIM, index_min_rows=100, recent_rows=40)
+    index.add("turns", [row(f"t{i}", "s", unit(i)) for i in range(40)])  # moved, maintained
+    main = index._tables["turns"]
+    with index.bulk():
+        for start in range(40, 400, 30):
+            index.add("turns", [row(f"t{i}", "s", unit(i)) for i in range(start, start + 30)])
+        index.add("turns", [row("t3", "s9", unit(1003))])  # a moved row, embedded again
+        assert main.stats()["fragment_stats"]["num_fragments"] > 3  # appended, not compacted
+        assert "vector" not in {i.columns[0] for i in main.list_indices()}
+        assert index.search("turns", unit(250), 1)[0].text_id == "t250"
+    assert main.stats()["fragment_stats"]["num_fragments"] == 1
+    assert "vector" in {i.columns[0] for i in main.list_indices()}
+    assert sorted(index.inventory("turns")) == sorted(f"t{i}" for i in range(400))
+    best = index.search("turns", unit(1003), 1)[0]
+    assert (best.text_id, best.session_id) == ("t3", "s9")
+
+
 def test_many_small_writes_are_compacted(tmp_path: Path) -> None:
     index = VectorIndex(tmp_path / "lancedb", "m", DIM, optimize_every=5)
     for i in range(15):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -108,13 +109,21 @@ def search_json(
     return count
 
 
-def write_export(app: App, fmt: str, output: str | None) -> str | None:
-    """Write the export (JSON or Markdown) to a file (atomically) or return it for stdout."""
+def write_export(app: App, fmt: str, output: str | None, out: IO[str] | None = None) -> None:
+    """Write the export (JSON or Markdown) to a file (atomically) or to `out` (stdout), a
+    session at a time: a large memory is never held whole."""
     from seelen.files import atomic_write
-    from seelen.memory.transfer import render_export
+    from seelen.memory.transfer import export_chunks
 
-    text = render_export(app.store, app.files, app.clock, fmt)
+    chunks = export_chunks(app.store, app.files, app.clock, fmt)
     if output:
-        atomic_write(Path(output), text + "\n")
-        return None
-    return text
+        atomic_write(Path(output), _then(chunks, "\n"))
+        return
+    stream = out or sys.stdout
+    stream.writelines(_then(chunks, "\n"))
+    stream.flush()
+
+
+def _then(chunks: Iterator[str], last: str) -> Iterator[str]:
+    yield from chunks
+    yield last

@@ -136,8 +136,7 @@ def import_history(app: App, export: Export, console: Console, *, embed: bool = 
     from seelen.cli.common import progress_bar
     from seelen.memory.imports.writer import write_history
 
-    total = sum(len(c.messages) for c in export.conversations)
-    with progress_bar(console, "importing", total) as progress:
+    with progress_bar(console, "importing", export.conversations.messages) as progress:
         report = write_history(app.store, export.conversations, app.clock, progress)
     line = report.describe()
     if not report.turns:

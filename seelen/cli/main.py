@@ -296,6 +296,9 @@ def refuse_undecodable_arguments(args: list[str]) -> None:
 
 def main() -> None:
     """Console-script entry point: one clear line per error, never a traceback."""
+    from seelen.heap import limit_arenas
+
+    limit_arenas()  # before any thread starts
     # Piped bytes that are not valid UTF-8 become U+FFFD instead of ending the program.
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="replace")

@@ -263,10 +263,8 @@ def export(
         raise typer.BadParameter("use json or markdown", param_hint="--format")
 
     def body(application: App, console: Console) -> None:
-        text = write_export(application, fmt, output)
-        if text is not None:
-            sys.stdout.write(text + "\n")
-        else:
+        write_export(application, fmt, output)
+        if output:
             stderr_console().print(f"Exported to {output}.", markup=False)
 
     _memory_command(profile, data_dir, body)

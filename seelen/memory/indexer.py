@@ -207,7 +207,14 @@ class Indexer:
         return f"the vector index was damaged ({exc}); moved it to {where} and re-indexing"
 
     def _index_pending(self, progress: Progress | None) -> int:
-        total, done = self.pending(), 0
+        total = self.pending()
+        if total <= self.batch:
+            return self._index_batches(total, progress)
+        with self.index.bulk():  # many texts: the index's upkeep once, at the end
+            return self._index_batches(total, progress)
+
+    def _index_batches(self, total: int, progress: Progress | None) -> int:
+        done = 0
         while not self._stop.is_set():
             with self._batch_lock:
                 turns, summaries = self.store.unindexed(self.batch)
@@ -265,13 +272,27 @@ class Indexer:
     def _rebuild(self, progress: Progress | None) -> int:
         staged = self.index.staging()
         total = sum(len(self.store.index_flags(kind)) for kind in KINDS)
-        done, embedded = 0, []
+        embedded: list[str] = []
+        with staged.bulk():  # its upkeep once, at the end
+            done = self._rebuild_into(staged, progress, total, embedded)
+        self._doing = None
+        if self._stop.is_set():
+            return done  # the staged folder is removed by the next `recover`
+        self.index.swap_in(staged)
+        # A crash here leaves texts marked 0 that have a vector: they are embedded again.
+        self.store.mark_indexed(embedded)
+        self._repair_drift()
+        return done
+
+    def _rebuild_into(
+        self, staged: VectorIndex, progress: Progress | None, total: int, embedded: list[str]
+    ) -> int:
+        done = 0
         for kind in KINDS:
             position = 0
             while True:
                 if self._stop.is_set():
-                    self._doing = None
-                    return done  # the staged folder is removed by the next `recover`
+                    return done
                 position, items = self.store.indexable(kind, position, self.batch)
                 if not items:
                     break
@@ -279,12 +300,6 @@ class Indexer:
                 embedded += [i.text_id for i in items]
                 done += len(items)
                 self._report("re-indexing memory", progress, done, max(total, done))
-        staged.maintain()
-        self._doing = None
-        self.index.swap_in(staged)
-        # A crash here leaves texts marked 0 that have a vector: they are embedded again.
-        self.store.mark_indexed(embedded)
-        self._repair_drift()
         return done
 
     def _repair_drift(self) -> None:

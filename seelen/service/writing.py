@@ -90,11 +90,15 @@ def import_file(
 ) -> Imported:
     """Read, recognise and write the export at `request.path`; nothing is written when the
     file is not an export. Its vectors follow in the background (the caller's indexer)."""
+    from seelen.memory.imports.conversation import HistoryError
     from seelen.memory.imports.source import read_export
 
     if not Path(request.path).is_absolute():
         raise BadInput(f"import: the path must be absolute, not {request.path!r}")
-    export = read_export(request.path, request.fmt)
+    try:
+        export = read_export(request.path, request.fmt)
+    except HistoryError as exc:  # said as the command in this process says it
+        raise HistoryError(f"import: {exc}") from None
     if export.kind == "empty":
         return Imported(line="Nothing to import: the export holds no conversations.", turns=0)
     if export.kind == "seelen":

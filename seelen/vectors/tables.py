@@ -19,6 +19,7 @@ import numpy as np
 
 from seelen.errors import StoreError
 from seelen.files import private_dir
+from seelen.heap import limit_arenas
 from seelen.vectors.records import VectorHit, VectorRow
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def connect(path: Path) -> LanceDBConnection:
     # LanceDB's Rust log writes warnings (e.g. k-means on few rows) straight to the
     # terminal, over the prompt; only errors are worth a user's attention.
     os.environ.setdefault("LANCEDB_LOG", "error")
+    limit_arenas()  # before LanceDB starts its threads
     defer_rest_client()
     try:
         import lancedb

@@ -44,16 +44,13 @@ def read(data: object) -> list[Conversation]:
     """Every conversation of a parsed conversations.json, as the user last saw it."""
     if not isinstance(data, list):
         raise HistoryError("not ChatGPT's conversations.json (it holds no list of conversations)")
-    conversations = []
-    for n, item in enumerate(data, start=1):
-        if not _is_conversation(item):
-            raise HistoryError(f"ChatGPT export: conversation {n} has no message tree (mapping)")
-        conversations.append(conversation(item, n))
-    return conversations
+    return [conversation(item, n) for n, item in enumerate(data, start=1)]
 
 
-def conversation(item: dict[str, Any], n: int) -> Conversation:
-    """One conversation: the messages on the path from `current_node` to the root."""
+def conversation(item: object, n: int) -> Conversation:
+    """The `n`th conversation: the messages on the path from `current_node` to the root."""
+    if not isinstance(item, dict) or not _is_conversation(item):
+        raise HistoryError(f"ChatGPT export: conversation {n} has no message tree (mapping)")
     key = item.get("conversation_id") or item.get("id")
     if not isinstance(key, str) or not key:
         raise HistoryError(f"ChatGPT export: conversation {n} has no id")

@@ -48,25 +48,25 @@ def read(data: object) -> list[Conversation]:
     items = _items(data)
     if not items and data != []:
         raise HistoryError("not Claude's conversations.json (it holds no list of conversations)")
-    conversations = []
-    for n, item in enumerate(items, start=1):
-        if not _is_conversation(item):
-            raise HistoryError(f"Claude export: conversation {n} has no chat_messages")
-        key = item.get("uuid")
-        if not isinstance(key, str) or not key:
-            raise HistoryError(f"Claude export: conversation {n} has no uuid")
-        chain = _current_branch(item, [m for m in item["chat_messages"] if isinstance(m, dict)])
-        messages = [m for m in (_message(raw, k) for k, raw in enumerate(chain)) if m]
-        conversations.append(
-            Conversation(
-                SOURCE,
-                key,
-                text_of(item, "name"),
-                tuple(messages),
-                iso_to_ms(item.get("created_at")) or iso_to_ms(item.get("updated_at")),
-            )
-        )
-    return conversations
+    return [conversation(item, n) for n, item in enumerate(items, start=1)]
+
+
+def conversation(item: object, n: int) -> Conversation:
+    """The `n`th conversation of the export, as the user last saw it."""
+    if not isinstance(item, dict) or not _is_conversation(item):
+        raise HistoryError(f"Claude export: conversation {n} has no chat_messages")
+    key = item.get("uuid")
+    if not isinstance(key, str) or not key:
+        raise HistoryError(f"Claude export: conversation {n} has no uuid")
+    chain = _current_branch(item, [m for m in item["chat_messages"] if isinstance(m, dict)])
+    messages = [m for m in (_message(raw, k) for k, raw in enumerate(chain)) if m]
+    return Conversation(
+        SOURCE,
+        key,
+        text_of(item, "name"),
+        tuple(messages),
+        iso_to_ms(item.get("created_at")) or iso_to_ms(item.get("updated_at")),
+    )
 
 
 def _current_branch(item: dict[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -3,24 +3,64 @@
 A ChatGPT or Claude export is a `.zip` holding `conversations.json`, or that file itself;
 llm's is an SQLite file; Seelen's own export is a JSON object. Whatever is wrong with the file
 (not readable, truncated, a zip without the conversations, the wrong kind) is one error line,
-raised before anything is written.
+raised before anything is written. A list of conversations is never held whole: it is read
+once to check every conversation and count them, then again, one at a time, to write them.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from seelen.memory.imports import chatgpt, claude, llm_logs
 from seelen.memory.imports.conversation import Conversation, HistoryError
+from seelen.memory.imports.stream import StreamError, first_char, json_items
 
 FORMATS = ("seelen", "chatgpt", "claude", "llm")
 NAMES = {"seelen": "Seelen's", "chatgpt": "ChatGPT's", "claude": "Claude's", "llm": "llm's"}
 ZIP_MAGIC = b"PK\x03\x04"
 CONVERSATIONS = "conversations.json"
+
+
+Opener = Callable[[], AbstractContextManager[IO[bytes]]]
+READERS: dict[str, Callable[[object, int], Conversation]] = {
+    "chatgpt": chatgpt.conversation,
+    "claude": claude.conversation,
+}
+
+
+@dataclass(frozen=True)
+class Conversations:
+    """An export's conversations, each iteration reading them anew, one at a time, from
+    the file (or from a list already in memory: llm's logs, a wrapped Claude export)."""
+
+    count: int = 0
+    messages: int = 0  # in all conversations, as read
+    held: Sequence[Conversation] = ()
+    kind: str = ""
+    opener: Opener | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, conversations: Sequence[Conversation]) -> Conversations:
+        """Conversations already in memory."""
+        total = sum(len(c.messages) for c in conversations)
+        return cls(len(conversations), total, conversations)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Conversation]:
+        if self.opener is None:
+            yield from self.held
+            return
+        with self.opener() as stream:
+            yield from _read_items(stream, READERS[self.kind])
 
 
 @dataclass(frozen=True)
@@ -29,7 +69,7 @@ class Export:
 
     kind: str  # one of FORMATS, or "empty" (a list of no conversations)
     text: str = ""  # the JSON text of a Seelen export
-    conversations: tuple[Conversation, ...] = ()
+    conversations: Conversations = Conversations()
 
 
 def read_export(source: str, fmt: str | None = None, stdin: IO[str] | None = None) -> Export:
@@ -41,12 +81,99 @@ def read_export(source: str, fmt: str | None = None, stdin: IO[str] | None = Non
         path = Path(source) if source else llm_logs.default_path()
         if not path.is_file():
             raise HistoryError(f"no llm logs.db at {path}")
-        return Export("llm", conversations=tuple(llm_logs.read(path)))
+        return Export("llm", conversations=Conversations.of(llm_logs.read(path)))
     if sqlite:
         name = NAMES.get(fmt or "", "an")
         raise HistoryError(f"this is an SQLite file, not {name} export: use --from llm")
-    text = (stdin or sys.stdin).read() if source == "-" else _read_text(Path(source))
-    return _recognise(text, fmt)
+    if source == "-":  # read once: a pipe cannot be read twice
+        data = (stdin or sys.stdin).read().encode("utf-8", "surrogateescape")
+        return _recognise_stream(lambda: _nullcontext(io.BytesIO(data)), "standard input", fmt)
+    path = Path(source)
+    if _head(path, len(ZIP_MAGIC)) == ZIP_MAGIC:
+        member = _zip_member(path)
+        where = f"{CONVERSATIONS} in {path}"
+        return _recognise_stream(lambda: _zip_open(path, member), where, fmt)
+    return _recognise_stream(lambda: _file_open(path), str(path), fmt)
+
+
+def _recognise_stream(opener: Opener, where: str, fmt: str | None) -> Export:
+    """A list of ChatGPT's or Claude's conversations is streamed; anything else (Seelen's
+    own export, a wrapped list, the wrong thing) is read whole and recognised as before."""
+    try:
+        with opener() as stream:
+            starts_a_list = first_char(stream) == "["
+    except StreamError:  # not UTF-8
+        raise HistoryError(f"{where} is not UTF-8 text") from None
+    if starts_a_list:
+        with opener() as stream:
+            first = next(_items(stream, where), None)
+        kind = _kind([first], fmt) if first is not None else "empty"
+        if kind in READERS:
+            if fmt is not None and kind != fmt:
+                raise HistoryError(
+                    f"this is {NAMES[kind]} export, not {NAMES[fmt]}: use --from {kind}"
+                )
+            return Export(kind, conversations=_checked(opener, kind, where))
+    with opener() as stream:
+        data = stream.read()
+    try:
+        return _recognise(data.decode("utf-8"), fmt)
+    except UnicodeDecodeError:
+        raise HistoryError(f"{where} is not UTF-8 text") from None
+
+
+def _checked(opener: Opener, kind: str, where: str) -> Conversations:
+    """Read every conversation once (an error is raised before anything is written), count
+    them, and keep only the way to read them again."""
+    count = messages = 0
+    with opener() as stream:
+        for conversation in _read_items(stream, READERS[kind], where):
+            count += 1
+            messages += len(conversation.messages)
+    return Conversations(count, messages, kind=kind, opener=opener)
+
+
+def _read_items(
+    stream: IO[bytes], reader: Callable[[object, int], Conversation], where: str = "the export"
+) -> Iterator[Conversation]:
+    for n, item in enumerate(_items(stream, where), start=1):
+        yield reader(item, n)
+
+
+def _items(stream: IO[bytes], where: str) -> Iterator[object]:
+    """The parsed items of the list, with its faults as one `HistoryError` line."""
+    try:
+        yield from json_items(stream)
+    except RecursionError:
+        raise HistoryError("the JSON is nested too deeply to be an export") from None
+    except StreamError as exc:
+        if "UTF-8" in str(exc):
+            raise HistoryError(f"{where} is not UTF-8 text") from None
+        raise HistoryError(f"not JSON, or cut short ({exc})") from None
+
+
+@contextmanager
+def _nullcontext(stream: IO[bytes]) -> Iterator[IO[bytes]]:
+    stream.seek(0)
+    yield stream
+
+
+@contextmanager
+def _file_open(path: Path) -> Iterator[IO[bytes]]:
+    try:
+        with path.open("rb") as stream:
+            yield stream
+    except OSError as exc:
+        raise HistoryError(f"cannot read {path} ({exc.strerror or exc})") from None
+
+
+@contextmanager
+def _zip_open(path: Path, member: str) -> Iterator[IO[bytes]]:
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(member) as stream:
+            yield stream
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+        raise HistoryError(f"{path} is not a readable zip, perhaps cut short ({exc})") from None
 
 
 def _is_sqlite(source: str) -> bool:
@@ -61,33 +188,18 @@ def _head(path: Path, n: int) -> bytes:
         raise HistoryError(f"cannot read {path} ({exc.strerror or exc})") from None
 
 
-def _read_text(path: Path) -> str:
-    """The file's text, or the text of the conversations.json inside a zip."""
-    if _head(path, len(ZIP_MAGIC)) == ZIP_MAGIC:
-        data, where = _from_zip(path), f"{CONVERSATIONS} in {path}"
-    else:
-        try:
-            data, where = path.read_bytes(), str(path)
-        except OSError as exc:
-            raise HistoryError(f"cannot read {path} ({exc.strerror or exc})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise HistoryError(f"{where} is not UTF-8 text") from None
-
-
-def _from_zip(path: Path) -> bytes:
-    """The bytes of conversations.json in the zip (the shallowest, if several)."""
+def _zip_member(path: Path) -> str:
+    """The name of conversations.json in the zip (the shallowest, if several)."""
     try:
         with zipfile.ZipFile(path) as archive:
             names = [n for n in archive.namelist() if Path(n).name == CONVERSATIONS]
-            if not names:
-                raise HistoryError(
-                    f"{path} holds no {CONVERSATIONS}: is it ChatGPT's or Claude's data export?"
-                )
-            return archive.read(min(names, key=lambda n: n.count("/")))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
         raise HistoryError(f"{path} is not a readable zip, perhaps cut short ({exc})") from None
+    if not names:
+        raise HistoryError(
+            f"{path} holds no {CONVERSATIONS}: is it ChatGPT's or Claude's data export?"
+        )
+    return min(names, key=lambda n: n.count("/"))
 
 
 def _recognise(text: str, fmt: str | None) -> Export:
@@ -106,7 +218,7 @@ def _recognise(text: str, fmt: str | None) -> Export:
     if kind == "empty":
         return Export(fmt or "empty")
     reader = chatgpt.read if kind == "chatgpt" else claude.read
-    return Export(kind, conversations=tuple(reader(data)))
+    return Export(kind, conversations=Conversations.of(reader(data)))
 
 
 def _kind(data: object, fmt: str | None) -> str:

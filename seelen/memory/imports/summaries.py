@@ -8,7 +8,7 @@ short (or a model that fails) resumes with the sessions not yet summarised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from seelen.counts import counted
@@ -35,7 +35,7 @@ class Estimate:
         )
 
 
-def estimate(sessions: Sessions, conversations: Sequence[Conversation]) -> Estimate:
+def estimate(sessions: Sessions, conversations: Iterable[Conversation]) -> Estimate:
     """The imported sessions still without a model's summary, and what summarising costs."""
     store = sessions.store
     todo, tokens = [], 0

@@ -9,7 +9,7 @@ summary made of its title and first lines, so the session is found by what it wa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from seelen.counts import counted
@@ -94,41 +94,53 @@ def opening(conversation: Conversation, clock: Clock, start_ms: int) -> str:
 
 def write_history(
     store: Store,
-    conversations: Sequence[Conversation],
+    conversations: Iterable[Conversation],
     clock: Clock,
     progress: Progress | None = None,
     *,
     batch_turns: int = BATCH_TURNS,
 ) -> HistoryReport:
-    """Store every conversation that is not stored yet (and the new turns of grown ones)."""
+    """Store every conversation that is not stored yet (and the new turns of grown ones),
+    reading them one at a time (an export's `Conversations` are never held whole)."""
     new = [0, 0, 0]
-    empty = done = 0
-    total = sum(len(c.messages) for c in conversations)
-    for batch in _batches(conversations, clock, batch_turns):
-        if isinstance(batch, int):
-            empty += batch
-            continue
+    seen = [0, 0]  # conversations and messages read
+    total = getattr(conversations, "messages", None)
+    source: list[str] = []
+    empty = [0]
+    for batch in _batches(_counted(conversations, seen, source), clock, batch_turns, empty):
         added = store.import_history(*batch)
         new = [a + b for a, b in zip(new, added, strict=True)]
-        done += len(batch[1])
         if progress:
-            progress(done, total)
-    source = conversations[0].source if conversations else ""
+            progress(seen[1], total if isinstance(total, int) else seen[1])
     sessions, turns, summaries = new
-    return HistoryReport(source, len(conversations), sessions, turns, summaries, empty)
+    origin = source[0] if source else ""
+    return HistoryReport(origin, seen[0], sessions, turns, summaries, empty[0])
+
+
+def _counted(
+    conversations: Iterable[Conversation], seen: list[int], source: list[str]
+) -> Iterator[Conversation]:
+    """`conversations`, counting them as they pass (and noting their source)."""
+    for conversation in conversations:
+        seen[0] += 1
+        seen[1] += len(conversation.messages)
+        if not source:
+            source.append(conversation.source)
+        yield conversation
 
 
 def _batches(
-    conversations: Sequence[Conversation], clock: Clock, batch_turns: int
-) -> Iterator[tuple[list[Session], list[Turn], list[Summary]] | int]:
-    """Whole conversations in batches of about `batch_turns` turns; an int counts empty ones."""
+    conversations: Iterable[Conversation], clock: Clock, batch_turns: int, empty: list[int]
+) -> Iterator[tuple[list[Session], list[Turn], list[Summary]]]:
+    """Whole conversations in batches of about `batch_turns` turns; counts in `empty` the
+    conversations that hold nothing to store."""
     sessions: list[Session] = []
     turns: list[Turn] = []
     summaries: list[Summary] = []
     for conversation in conversations:
         made = records(conversation, clock)
         if made is None:
-            yield 1
+            empty[0] += 1
             continue
         sessions.append(made[0])
         turns += made[1]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from seelen import setting_values as parse
+from seelen.config import values as parse
 from seelen.errors import ConfigError
 
 T = TypeVar("T")
