@@ -130,3 +130,12 @@ def test_no_cycle_between_folders() -> None:
         return False
 
     assert [u for u in sorted(graph) if reach(u, u, {u})] == []
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in ROOT.rglob("*.py")
+        if (n := len(p.read_text("utf-8").splitlines())) > 400
+    }
+    assert long == {}

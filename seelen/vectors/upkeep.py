@@ -1,0 +1,148 @@
+"""The upkeep of a `VectorIndex`'s tables: compaction, moving the recent rows into the main
+table, scalar and vector indices built when due, bulk passes that do it all once at the end."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from seelen.heap import give_back
+from seelen.vectors import tables as tb
+from seelen.vectors.filters import id_predicates
+from seelen.vectors.recent import RecentRows
+from seelen.vectors.records import KINDS
+
+if TYPE_CHECKING:
+    from lancedb._lancedb import IndexConfig
+    from lancedb.table import LanceTable
+
+RECENT = "_recent"  # suffix of the small write table of each kind
+
+
+class TableUpkeep:
+    """What `VectorIndex` does to keep its tables fast; mixed into it."""
+
+    max_segments: int
+    index_min_rows: int
+    _open_lock: threading.Lock
+    _writes: dict[str, int]
+    _recent: dict[str, RecentRows]
+    _bulk: int
+    _unmaintained: set[str]
+
+    def _writing(self) -> threading.RLock:
+        raise NotImplementedError
+
+    @overload
+    def _table(self, name: str, *, create: Literal[True]) -> LanceTable: ...
+    @overload
+    def _table(self, name: str, *, create: bool = False) -> LanceTable | None: ...
+    def _table(self, name: str, *, create: bool = False) -> LanceTable | None:
+        raise NotImplementedError
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _trained_rows(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    def maintain(self) -> None:
+        """Compact every table and bring the indices up to date now (e.g. after a bulk
+        re-index); otherwise this happens by itself as rows are added."""
+        with self._writing(), tb.lance_errors("optimize"):
+            for kind in KINDS:
+                if (recent := self._table(kind + RECENT)) is not None:
+                    recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+                    self._writes[kind + RECENT] = 0
+                if (main := self._table(kind)) is not None:
+                    self._maintain_main(kind, main)
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Many adds in a row (an import, a re-index): the main table is compacted and indexed
+        once at the end, not at each move of the recent rows into it. Each such upkeep costs
+        time in proportion to the table, so over a long import the moves cost its size
+        squared: 100,000 vectors took 33 s of CPU added one move at a time (lancedb 0.40,
+        load 5), and moves without upkeep grew to 40 ms of CPU per 256 at 250,000 (the
+        deletes of replaced rows read the main table's unindexed ids)."""
+        self._bulk += 1
+        try:
+            yield
+        finally:
+            self._bulk -= 1
+            if not self._bulk and self._unmaintained:
+                give_back()  # the pass's freed memory, before the upkeep's own peak
+                with self._writing(), tb.lance_errors("optimize"):
+                    for kind in sorted(self._unmaintained):
+                        if (main := self._table(kind)) is not None:
+                            self._maintain_main(kind, main)
+                    self._unmaintained.clear()
+                give_back()
+
+    def _move_recent(self, kind: str, recent: LanceTable) -> None:
+        """Copy the recent table into the main one in a single write, then empty it."""
+        data = tb.all_rows(recent)
+        main = self._table(kind, create=True)
+        # Into main first: a search reads `recent` before `main`, so it never misses a row.
+        if self._bulk:  # `add` deleted these ids from main: appending is enough
+            main.add(data)
+        else:
+            tb.upsert(main, data)
+        tb.delete_where(recent, id_predicates(data["text_id"].to_pylist()))
+        self._recent[kind + RECENT].clear()
+        recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+        self._writes[kind + RECENT] = 0
+        if self._bulk:
+            self._unmaintained.add(kind)
+            give_back()
+        else:
+            self._maintain_main(kind, main)
+
+    def _maintain_main(self, kind: str, table: LanceTable, *, rebuild: bool = False) -> None:
+        """Compact, index the moved rows; (re)build the vector index when due."""
+        from lancedb.index import BTree
+
+        table.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+        rows = table.count_rows()
+        indices = {i.columns[0]: i for i in table.list_indices()}
+        # Scalar indices make upserts, deletes and the session filters cheap.
+        for column in ("text_id", "session_id"):
+            if column not in indices and rows:
+                table.create_index(column, config=BTree())
+        if rows >= self.index_min_rows and (
+            rebuild or self._vector_index_due(kind, rows, indices.get("vector"))
+        ):
+            self._build_vector_index(kind, table, rows)
+
+    def _vector_index_due(self, kind: str, rows: int, index: IndexConfig | None) -> bool:
+        if index is None:
+            return True
+        # Each move adds a delta segment, searched one by one; a rebuild merges them.
+        if (index.num_segments or 1) > self.max_segments:  # None: lancedb does not know
+            return True
+        # Retrain when the table has doubled, so the partitions keep fitting the data.
+        return rows >= 2 * self._trained_rows().get(kind, rows)
+
+    def _build_vector_index(self, kind: str, table: LanceTable, rows: int) -> None:
+        from lancedb.index import IvfSq
+
+        table.create_index("vector", config=IvfSq(distance_type="cosine"), replace=True)
+        # With every fragment under one index again, compaction can merge them all.
+        table.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+        with self._open_lock:
+            meta = dict(self._read_meta() or {})
+            meta["trained_rows"] = {**self._trained_rows(), kind: rows}
+            self._write_meta(meta)
+
+    def rebuild_indices(self) -> None:
+        """Compact every table and retrain the vector indices from scratch (`db optimize`)."""
+        with self._writing(), tb.lance_errors("rebuild indices"):
+            self.maintain()
+            for kind in KINDS:
+                if (main := self._table(kind)) is not None:
+                    self._maintain_main(kind, main, rebuild=True)
