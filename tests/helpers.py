@@ -166,6 +166,9 @@ class HashEmbedder:
     model_id = "test:hash"
     dim = 16
 
+    def release(self) -> None:
+        """Nothing is loaded."""
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Shape (len(texts), 16), float32, rows of length 1 (or 0 for empty texts)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -21,6 +21,7 @@ from helpers import (
     run_seelen,
     wait_gone,
     wait_until,
+    wait_until_async,
 )
 from model_server import ModelServer, Reply
 
@@ -438,3 +439,36 @@ def test_an_ask_waits_for_a_profile_held_without_being_served_only_so_long(
         assert not (profile / "chat_sessions.db").exists()  # nothing was stored
     finally:
         holder.communicate("")
+
+
+async def test_an_idle_owner_frees_the_embedding_model_and_loads_it_again_when_asked(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from seelen.owner.server import OwnerServer
+    from seelen.protocol.calls import Search
+    from seelen.runtime import open_writer
+    from seelen.service import ProfileService
+
+    settings = load_settings({"TIMEZONE": "UTC", "EMBEDDING_PROVIDER": "local"})
+    app = await open_writer(settings, role="owner", wait=False, with_model=False)
+    sid = app.store.create_session("archived").session_id
+    app.store.add_turn(sid, "user", "My sister Ingrid keeps bees in Uppsala")
+    await asyncio.to_thread(app.index_pending)
+    embedder = app.recall.embedder
+    assert embedder._session is not None  # loaded to embed the turn
+    service = ProfileService(app)
+    server = OwnerServer(
+        service, version="v", fingerprint="f", idle_seconds=60, release_seconds=0.5
+    )
+    serving = asyncio.create_task(server.serve(tmp_path / "s.sock"))
+    try:
+        await wait_until_async(lambda: embedder._session is None, 30, "never released")
+        found = await asyncio.to_thread(service.search, Search(query="who keeps bees?", limit=3))
+        assert "Ingrid" in found.turns[0].text and "vector" in found.turns[0].rankers
+        assert embedder._session is not None  # loaded again by the search
+    finally:
+        server.stop()
+        await serving
+        await app.aclose()

@@ -194,6 +194,15 @@ class App:
         self.index.wake()  # a running indexer starts the re-index now
         return True
 
+    def release_idle(self) -> None:
+        """Free what an idle process no longer needs: the embedding model (loaded again by
+        the next search or indexing pass), then the heap's free pages."""
+        from seelen.heap import give_back
+
+        if self.recall is not None and self.recall.embedder is not None:
+            self.recall.embedder.release()
+        give_back()
+
     def forget(self, text_ids: list[str]) -> None:
         """Remove deleted texts from the vector index as well."""
         if text_ids and self.index is not None:

@@ -65,6 +65,10 @@ class Embedder(Protocol):
         """Shape (len(texts), dim), float32, each row of length 1."""
         ...
 
+    def release(self) -> None:
+        """Free the loaded model (an idle owner's memory); the next `embed` loads it again."""
+        ...
+
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to length 1 as float32; an all-zero row stays zero instead of NaN."""
@@ -132,13 +136,12 @@ class LocalEmbedder:
             raise TypeError("embed() takes a sequence of texts, not one string")
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        self._load()
-        assert self._tokenizer is not None, "loaded first"
-        pieces = [e.ids for e in self._tokenizer.encode_batch([self._head(t) for t in texts])]
+        session, tokenizer = self._load()
+        pieces = [e.ids for e in tokenizer.encode_batch([self._head(t, tokenizer) for t in texts])]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
 
         def embed_one(i: int) -> None:
-            out[i] = self._run(pieces[i])
+            out[i] = self._run(session, pieces[i])
 
         # Longest first, so that no long text is left to one core at the end.
         order = sorted(range(len(texts)), key=lambda i: -len(pieces[i]))
@@ -150,40 +153,50 @@ class LocalEmbedder:
                 list(pool.map(embed_one, order))
         return out
 
-    def _run(self, pieces: list[int]) -> np.ndarray:
+    def _run(self, session: OnnxSession, pieces: list[int]) -> np.ndarray:
         """The vector of one tokenized text."""
-        assert self._session is not None, "loaded first"
         ids = np.array([pieces], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids * 0}
         try:
-            (hidden,) = self._session.run(None, {k: feed[k] for k in self._inputs})
+            (hidden,) = session.run(None, {k: feed[k] for k in self._inputs})
         except Exception as exc:  # onnxruntime raises its own unexported error classes
             raise ModelError(f"local embedding model failed: {exc}") from exc
         vector: np.ndarray = normalize(hidden[0].mean(axis=0, keepdims=True))[0]
         return vector
 
-    def _head(self, text: str) -> str:
+    def _head(self, text: str, tokenizer: Tokenizer) -> str:
         """The start of `text` that yields the same kept pieces (see LOCAL_HEAD_CHARS)."""
         if len(text) <= LOCAL_HEAD_CHARS:
             return text
         space = max(text.rfind(c, LOCAL_HEAD_CHARS // 2, LOCAL_HEAD_CHARS) for c in " \n\t")
         head = text[: space if space > 0 else LOCAL_HEAD_CHARS]
-        assert self._tokenizer is not None, "loaded first"
-        if len(self._tokenizer.encode(head).ids) < LOCAL_MAX_TOKENS:
+        if len(tokenizer.encode(head).ids) < LOCAL_MAX_TOKENS:
             return text
         return head
 
-    def _load(self) -> None:
-        if self._session is not None:
-            return
+    def _load(self) -> tuple[OnnxSession, Tokenizer]:
+        """The session and tokenizer, loaded on first use (and after `release`). A call holds
+        them for its whole run, so a release meanwhile never pulls them from under it."""
         with self._lock:
-            if self._session is None:  # another thread may have loaded it while we waited
+            if self._session is None or self._tokenizer is None:
                 self._tokenizer = _load_tokenizer(self._tokenizer_path)
                 from seelen.models.onnx_session import shared_session
 
                 session = shared_session(self._model_path or default_model_path())
                 self._inputs = [i.name for i in session.get_inputs()]
                 self._session = session
+            return self._session, self._tokenizer
+
+    def release(self) -> None:
+        """Free the ONNX session (90 MiB of the owner's memory; 0.23 s of CPU to load again,
+        load 1.6) and the tokenizer; the next `embed` loads them again."""
+        from seelen.models.onnx_session import forget_session
+
+        with self._lock:
+            if self._session is None:
+                return
+            self._session = self._tokenizer = None
+            forget_session(self._model_path or default_model_path())
 
 
 def _load_tokenizer(path: Path) -> Tokenizer:
@@ -234,6 +247,9 @@ class OpenAIEmbedder:
         if not self.dim:
             self.embed(["dimension probe"])
         return self.dim
+
+    def release(self) -> None:
+        """Nothing is loaded here: the model runs at the endpoint."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` with as few requests as the batch size allows."""
@@ -314,6 +330,11 @@ class E5Embedder:
         raw = self._load().query(text[:E5_HEAD_CHARS])
         vector: np.ndarray = normalize(raw.reshape(1, self.dim))[0]
         return vector
+
+    def release(self) -> None:
+        """Free the engine; the next call loads it again."""
+        with self._lock:
+            self._model = None
 
     def _load(self) -> _E5:
         with self._lock:

@@ -42,6 +42,13 @@ def shared_session(path: Path) -> OnnxSession:
         return _sessions[key]
 
 
+def forget_session(path: Path) -> None:
+    """Drop the process's session for `path` (runs under way keep theirs until they end);
+    the next `shared_session` loads it again."""
+    with _sessions_lock:
+        _sessions.pop(path.resolve(), None)
+
+
 def load_session(path: Path) -> OnnxSession:
     """An onnxruntime CPU session for the model at `path` (its int8-stored products computed
     in int8, see `int8_graph`), one thread per run: the batches of a large call run side by

@@ -146,6 +146,10 @@ class ProfileService:
         """`call` in a worker thread (SQLite and LanceDB block): turns go on meanwhile."""
         return await asyncio.to_thread(self.call, request)
 
+    def release(self) -> None:
+        """Free what the profile holds in memory but can load again (`App.release_idle`)."""
+        self.app.release_idle()
+
     @property
     def busy(self) -> bool:
         """Whether background work would be lost if the process ended now (texts wait for
