@@ -158,19 +158,22 @@ async def open_writer(
     start_indexer: bool = True,
     finish_archives: bool = True,
     on_locked: Callable[[], None] = lambda: None,
+    lock: ProfileLock | None = None,
 ) -> App:
     """Open the profile as its writer (see the module docstring for the steps); closing
     the App lets the next writer in, last. Cancelling it while it waits for the lock is
-    safe; `on_locked` says when it has it."""
-    await asyncio.to_thread(_make_private_dir, settings.profile_dir)
+    safe; `on_locked` says when it has it. `lock`: the profile's lock, held already by this
+    process (a resting owner's); the caller keeps it if opening fails."""
+    await asyncio.to_thread(make_profile_dir, settings.profile_dir)
     if role != "owner":
         from seelen.client.connect import stop_owner
 
         await asyncio.to_thread(stop_owner, settings)
-    lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
     async with contextlib.AsyncExitStack() as stack:  # a step that fails closes the rest
-        await take_lock(lock, wait=wait, on_wait=on_line)
-        stack.callback(lock.release)
+        if lock is None:
+            lock = ProfileLock(settings.profile_dir, role, settings.wait_seconds)
+            await take_lock(lock, wait=wait, on_wait=on_line)
+            stack.callback(lock.release)
         on_locked()
         app = await asyncio.to_thread(
             build_app, settings, progress=on_line, with_model=with_model, lock=lock
@@ -194,7 +197,7 @@ def open_memory(
     Python API and for indexing before a search. `step_aside`: a warm owner that holds
     the profile is asked to stop first. Raises ProfileBusy when another process holds
     it and `wait` is False."""
-    _make_private_dir(settings.profile_dir)
+    make_profile_dir(settings.profile_dir)
     if step_aside:
         from seelen.client.connect import stop_owner
 
@@ -282,7 +285,8 @@ def _build_reader(
         return build_app(settings, progress=progress, with_model=with_model, read_only=True)
 
 
-def _make_private_dir(directory: Path) -> None:
+def make_profile_dir(directory: Path) -> None:
+    """The profile's folder, made private (0700) if it is new; one line if it cannot be."""
     try:
         private_dir(directory)
     except OSError as exc:

@@ -118,13 +118,20 @@ def test_an_owner_with_other_settings_is_replaced(owner_env: ModelServer) -> Non
 
 
 def test_the_idle_timeout_ends_the_owner(owner_env: ModelServer) -> None:
-    # Three seconds: long enough to see the owner after the ask, even on a busy machine.
+    # Three seconds: long enough to see the owner after the ask, even on a busy machine. It
+    # hands over to a resting owner after a quarter of it, which ends after its own three.
     result = run_seelen("ask", "quick one", env={"SEELEN_IDLE_MINUTES": "0.05"})
     assert result.returncode == 0, result.stderr
-    status = owner_status(load_settings({"SEELEN_IDLE_MINUTES": "0.05"}))
+    settings = load_settings({"SEELEN_IDLE_MINUTES": "0.05"})
+    status = owner_status(settings)
     assert status is not None
     assert wait_gone(status.pid, seconds=20)
-    assert not (Path(os.environ["SEELEN_DATA_DIR"]) / "default" / "owner.sock").exists()
+    socket_file = Path(os.environ["SEELEN_DATA_DIR"]) / "default" / "owner.sock"
+    wait_until(
+        lambda: owner_status(settings) is None and not socket_file.exists(),
+        30,
+        "an owner (or its socket) stayed after the idle timeout",
+    )
 
 
 def test_a_stale_socket_file_does_not_stop_a_client(owner_env: ModelServer, data_dir: Path) -> None:
@@ -472,3 +479,41 @@ async def test_an_idle_owner_frees_the_embedding_model_and_loads_it_again_when_a
         server.stop()
         await serving
         await app.aclose()
+
+
+def _rss_mib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) // 1024
+    raise AssertionError(f"no RSS for pid {pid}")
+
+
+def test_a_quiet_owner_hands_over_to_a_resting_one_that_opens_at_the_next_question(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    quick = {"SEELEN_IDLE_MINUTES": "0.2"}  # 12 s: it rests after 3 s, exits after 12 more
+    assert run_seelen("ask", "before the rest", env=quick).returncode == 0
+    settings = load_settings(quick)
+    first = owner_status(settings)
+    assert first is not None and not first.resting
+    loaded = _rss_mib(first.pid)
+
+    def resting() -> bool:
+        status = owner_status(settings)
+        return status is not None and status.resting and status.pid != first.pid
+
+    wait_until(resting, 60, "the owner never handed over to a resting one")
+    assert wait_gone(first.pid)
+    rest = owner_status(settings)
+    assert rest is not None
+    assert _rss_mib(rest.pid) < min(100, loaded / 2)  # nothing of the profile loaded
+    shown = run_seelen("server", "status", env=quick).stdout
+    assert f"pid {rest.pid}" in shown and "resting" in shown
+    after = run_seelen("ask", "after the rest", env=quick)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "answer to after the rest\n"
+    again = owner_status(settings)
+    assert again is not None and again.pid == rest.pid and not again.resting
+    store = open_store(data_dir)
+    users = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
+    assert users == ["before the rest", "after the rest"]

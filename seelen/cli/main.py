@@ -231,7 +231,9 @@ def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.started))
     print(
         f"running: pid {status.pid} ({status.kind}"
-        f"{', memory calls only' if status.memory_only else ''}), since {started}, "
+        f"{', memory calls only' if status.memory_only else ''}"
+        f"{', resting: nothing loaded until the next request' if status.resting else ''}), "
+        f"since {started}, "
         f"{counted(status.answered, 'answer')}, {'busy' if status.busy else 'idle'}, "
         f"version {status.version}"
     )

@@ -128,29 +128,34 @@ def start_owner(settings: Settings, *, memory_only: bool = False) -> socket.sock
 
 
 def _spawn(settings: Settings, directory: Path, *, memory_only: bool) -> socket.socket | None:
-    from seelen.files import private_dir
-
     path = place.socket_path(settings)
     with _spawn_lock(directory):
         sock = _connect(path)
         if sock is not None:  # another client started it meanwhile
             return sock
-        logs = private_dir(directory / "logs")
-        log_fd = os.open(logs / "owner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            process = subprocess.Popen(
-                # -P: the caller's folder is not put on sys.path, so a folder named `seelen`
-                # there (a clone in ~) cannot shadow the installed package.
-                [sys.executable, "-P", "-m", "seelen.owner"],
-                env=_owner_env(settings, memory_only=memory_only),
-                stdin=subprocess.DEVNULL,
-                stdout=log_fd,
-                stderr=log_fd,
-                start_new_session=True,  # Ctrl-C in this terminal must not reach it
-            )
-        finally:
-            os.close(log_fd)
+        process = launch_owner(settings, _owner_env(settings, memory_only=memory_only))
         return _wait_for_socket(path, process)
+
+
+def launch_owner(settings: Settings, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start `python -m seelen.owner` in the background, its output in logs/owner.log."""
+    from seelen.files import private_dir  # only here: a question that finds its owner skips it
+
+    logs = private_dir(settings.profile_dir / "logs")
+    log_fd = os.open(logs / "owner.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        return subprocess.Popen(
+            # -P: the caller's folder is not put on sys.path, so a folder named `seelen`
+            # there (a clone in ~) cannot shadow the installed package.
+            [sys.executable, "-P", "-m", "seelen.owner"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            start_new_session=True,  # Ctrl-C in this terminal must not reach it
+        )
+    finally:
+        os.close(log_fd)
 
 
 def _wait_for_socket(path: Path, process: subprocess.Popen[bytes]) -> socket.socket | None:

@@ -13,23 +13,31 @@ from collections.abc import AsyncIterator, Callable
 from seelen.client import place
 from seelen.config import Settings
 from seelen.owner.server import server_for
-from seelen.runtime import open_writer
+from seelen.runtime import ProfileLock, open_writer
 from seelen.service import ProfileService
 
 
-async def open_service(settings: Settings, *, memory_only: bool = False) -> ProfileService:
+async def open_service(
+    settings: Settings, *, memory_only: bool = False, lock: ProfileLock | None = None
+) -> ProfileService:
     """Open the profile as its background owner, without waiting: if a chat holds it, raise
     ProfileBusy (the client then waits for that chat to serve, or to leave).
 
     A `memory_only` owner (started by `seelen mcp` or `seelen import`) builds no chat model,
     so no local model server starts for a client that only searches, remembers or imports;
     it leaves unfinished archives (they need the tool model) to the next full owner or chat.
+    `lock`: the profile's lock, held already (a resting owner opens at its first request).
     """
     from seelen.app import add_knowledge
 
     if memory_only:
         app = await open_writer(
-            settings, role="owner", wait=False, with_model=False, finish_archives=False
+            settings,
+            role="owner",
+            wait=False,
+            with_model=False,
+            finish_archives=False,
+            lock=lock,
         )
         try:
             await asyncio.to_thread(add_knowledge, app)
@@ -37,7 +45,7 @@ async def open_service(settings: Settings, *, memory_only: bool = False) -> Prof
             await app.aclose()
             raise
         return ProfileService(app)
-    app = await open_writer(settings, role="owner", wait=False)
+    app = await open_writer(settings, role="owner", wait=False, lock=lock)
     mcp = app.start_mcp(lambda _line: None)
     if mcp is not None:  # only servers whose tools are not cached yet: once per config
         await mcp.wait_handshakes()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import sys
 import time
@@ -37,18 +38,24 @@ IDLE_CHECK_SECONDS = 1.0
 # A background owner idle this long frees what it can load again (the embedding model: 90 MiB,
 # 0.23 s of CPU to load at the next question); a burst of questions keeps it warm.
 RELEASE_SECONDS = 60.0
+# Idle this long, a background owner without a local model server hands the profile to a
+# resting successor and exits: LanceDB and onnxruntime, once loaded, hold ~250 MiB that no
+# release gives back (owner/__main__.py). A quarter of the idle time, at most two minutes.
+REST_SECONDS = 120.0
 # A client sends its request as soon as it is connected; one that sends nothing for this long
 # is dropped, so that it cannot keep a stopping owner waiting.
 REQUEST_SECONDS = 10.0
 
 
 class OwnerServer:
-    """Serves one open profile (`service`) on a Unix socket until stopped or idle."""
+    """Serves one profile on a Unix socket until stopped or idle: `service`, or the one
+    `opener` opens at the first request that needs the profile (a resting owner's)."""
 
     def __init__(
         self,
-        service: ProfileService,
+        service: ProfileService | None,
         *,
+        opener: Callable[[], Awaitable[ProfileService]] | None = None,
         version: str,
         fingerprint: str,
         kind: str = "background",
@@ -56,8 +63,13 @@ class OwnerServer:
         on_answer: Callable[[str], None] = lambda _: None,
         on_draining: Callable[[int], None] = lambda _: None,
         release_seconds: float = RELEASE_SECONDS,
+        rest_seconds: float | None = None,
+        memory_only: bool = False,
     ) -> None:
-        self.service = service
+        self._service = service
+        self._opener = opener
+        self._opening = asyncio.Lock()
+        self.memory_only = memory_only  # what a resting owner will open: say it in `status`
         self.version = version
         self.fingerprint = fingerprint
         self.kind = kind  # "background" (may be stopped by clients) or "chat"
@@ -71,6 +83,22 @@ class OwnerServer:
         self._stopping = asyncio.Event()
         self.release_seconds = release_seconds
         self._released = False  # freed what it could since the last request
+        self.rest_seconds = rest_seconds  # None: never hands over to a resting successor
+        self.resting = False  # stopped to hand over: the caller starts the successor
+
+    @property
+    def service(self) -> ProfileService:
+        """The open profile (opened by now: see `_ready`)."""
+        assert self._service is not None, "the profile is opened at the first request"
+        return self._service
+
+    async def _ready(self) -> ProfileService:
+        """The open profile, opened now if this owner was resting."""
+        async with self._opening:
+            if self._service is None:
+                assert self._opener is not None, "a server without a service has an opener"
+                self._service = await self._opener()
+            return self._service
 
     async def serve(self, path: Path) -> None:
         """Listen on `path` (0600) until `stop()` or the idle timeout; then answer every
@@ -118,22 +146,35 @@ class OwnerServer:
         while self.idle_seconds is not None:
             await asyncio.sleep(min(IDLE_CHECK_SECONDS, self.idle_seconds))
             idle = time.monotonic() - self._last_activity
-            if not self._clients and not self._released and idle >= self.release_seconds:
-                self._released = True  # not while texts wait for their vectors: it embeds
-                if not await asyncio.to_thread(lambda: self.service.busy):
-                    await asyncio.to_thread(self.service.release)
-            if self._clients or idle < self.idle_seconds:
+            if self._clients:
                 continue
-            if await asyncio.to_thread(lambda: self.service.busy):
+            if (service := self._service) is None:  # resting: nothing loaded, nothing to do
+                if idle >= self.idle_seconds:
+                    self.stop()
+                    return
+                continue
+            due = (self.idle_seconds, self.release_seconds, self.rest_seconds or math.inf)
+            if idle < min(due) or await asyncio.to_thread(lambda: service.busy):
                 continue  # texts still wait for their vectors: embedding them first
-            self.stop()
-            return
+            if idle >= self.idle_seconds or self._rests(service, idle):
+                self.stop()
+                return
+            if not self._released and idle >= self.release_seconds:
+                self._released = True
+                await asyncio.to_thread(service.release)
+
+    def _rests(self, service: ProfileService, idle: float) -> bool:
+        """Whether to hand over to a resting successor now (never with a local model
+        server: starting it again would make the next question wait seconds for it)."""
+        due = self.rest_seconds is not None and idle >= self.rest_seconds
+        self.resting = due and service.app.provider.server is None
+        return self.resting
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._clients.add(task)
-        self._released = False
+        work = True  # a status request (`seelen server status`) keeps no owner awake
 
         async def send(frame: codec.Frame) -> None:
             writer.write(codec.encode(frame))
@@ -148,12 +189,16 @@ class OwnerServer:
             except (ValueError, UnicodeDecodeError) as exc:
                 await send(events.Failed(message=f"bad request: {exc}"))
                 return
+            work = not isinstance(request, calls.Status)
+            if work:
+                self._released = False
             await self._dispatch(request, send)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away; its turn (if any) is saved as far as it got
         finally:
             self._clients.discard(task)
-            self._last_activity = time.monotonic()
+            if work:
+                self._last_activity = time.monotonic()
             writer.close()
             with contextlib.suppress(OSError):
                 await writer.wait_closed()
@@ -169,6 +214,8 @@ class OwnerServer:
             self.stop()
         elif request.version != self.version:
             await send(calls.Refused(reason="version"))
+        elif (failed := await self._open()) is not None:
+            await send(failed)
         elif isinstance(request, calls.Ask):
             await self._ask(request, send)
         elif isinstance(request, calls.Import):
@@ -176,8 +223,19 @@ class OwnerServer:
         else:
             await send(await self._call(request))
 
+    async def _open(self) -> events.Failed | None:
+        """Open the profile if this owner rests; why it could not, in one sentence."""
+        try:
+            await self._ready()
+        except SeelenError as exc:
+            return events.Failed(message=str(exc))
+        except Exception as exc:
+            return events.Failed(message=_internal(exc))
+        return None
+
     def status(self) -> calls.OwnerStatus:
         """What `seelen server status` shows."""
+        service = self._service
         return calls.OwnerStatus(
             pid=os.getpid(),
             kind=self.kind,
@@ -185,9 +243,10 @@ class OwnerServer:
             fingerprint=self.fingerprint,
             started=self.started,
             answered=self.answered,
-            busy=self.service.turn_lock.locked(),
+            busy=service is not None and service.turn_lock.locked(),
             clients=len(self._clients) - 1,  # not counting the one asking
-            memory_only=not self.service.answers,
+            memory_only=self.memory_only if service is None else not service.answers,
+            resting=service is None,
         )
 
     async def _ask(self, request: calls.Ask, send: Send) -> None:

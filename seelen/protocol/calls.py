@@ -145,6 +145,7 @@ class OwnerStatus(Frame):
     busy: bool
     clients: int = 0  # connections being answered or waiting for their turn
     memory_only: bool = False  # started for memory calls only: answers no `Ask`
+    resting: bool = False  # nothing loaded: the profile opens at the next request
 
 
 @dataclass(frozen=True, kw_only=True)
