@@ -119,7 +119,7 @@ def test_an_owner_with_other_settings_is_replaced(owner_env: ModelServer) -> Non
 
 def test_the_idle_timeout_ends_the_owner(owner_env: ModelServer) -> None:
     # Three seconds: long enough to see the owner after the ask, even on a busy machine. It
-    # hands over to a resting owner after a quarter of it, which ends after its own three.
+    # hands over to a resting owner after a third of it, which ends after its own three.
     result = run_seelen("ask", "quick one", env={"SEELEN_IDLE_MINUTES": "0.05"})
     assert result.returncode == 0, result.stderr
     settings = load_settings({"SEELEN_IDLE_MINUTES": "0.05"})
@@ -491,7 +491,7 @@ def _rss_mib(pid: int) -> int:
 def test_a_quiet_owner_hands_over_to_a_resting_one_that_opens_at_the_next_question(
     owner_env: ModelServer, data_dir: Path
 ) -> None:
-    quick = {"SEELEN_IDLE_MINUTES": "0.2"}  # 12 s: it rests after 3 s, exits after 12 more
+    quick = {"SEELEN_IDLE_MINUTES": "0.2"}  # 12 s: it rests after 4 s, exits after 12 more
     assert run_seelen("ask", "before the rest", env=quick).returncode == 0
     settings = load_settings(quick)
     first = owner_status(settings)

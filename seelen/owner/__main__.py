@@ -7,7 +7,7 @@ no owner; it takes the profile's lock, opens the profile (`host.open_service`), 
 Resting: LanceDB and onnxruntime, once loaded, keep about 250 MiB in the process that no
 release gives back (the libraries' own pages and runtimes: 20,014 turns, one ask, the model
 freed: 289 MiB). So a background owner without a local model server that has been quiet for
-`server.REST_SECONDS` closes the profile, starts a resting successor and exits. The successor
+`server.REST_SECONDS` (five minutes) closes the profile, starts a resting successor and exits. The successor
 (`SEELEN_OWNER_RESTING=1`) holds the lock and listens with nothing loaded (about 40 MiB), and
 opens the profile at the first request that needs it, as a fresh owner would, then serves
 as before. A local model server is never stopped this way: starting it again would make
@@ -59,7 +59,7 @@ async def run_owner(settings: Settings, *, memory_only: bool, resting: bool = Fa
         version=place.code_version(),
         fingerprint=place.fingerprint(settings),
         idle_seconds=idle,
-        rest_seconds=None if idle is None else min(REST_SECONDS, idle / 4),
+        rest_seconds=None if idle is None else min(REST_SECONDS, idle / 3),
         memory_only=memory_only,
     )
     try:

@@ -40,8 +40,11 @@ IDLE_CHECK_SECONDS = 1.0
 RELEASE_SECONDS = 60.0
 # Idle this long, a background owner without a local model server hands the profile to a
 # resting successor and exits: LanceDB and onnxruntime, once loaded, hold ~250 MiB that no
-# release gives back (owner/__main__.py). A quarter of the idle time, at most two minutes.
-REST_SECONDS = 120.0
+# release gives back (owner/__main__.py), and a resting owner holds 39 MiB. The price: a
+# question to a resting owner waits for the profile to open (20,014 turns: 3.0 s, 2.5 s of
+# CPU, against 0.5 s warm; bench/bench_owner.py, load 1). Five minutes keep a burst of
+# questions warm; at most a third of SEELEN_IDLE_MINUTES.
+REST_SECONDS = 300.0
 # A client sends its request as soon as it is connected; one that sends nothing for this long
 # is dropped, so that it cannot keep a stopping owner waiting.
 REQUEST_SECONDS = 10.0
