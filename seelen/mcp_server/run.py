@@ -38,7 +38,7 @@ def serve(settings: Settings, *, http: bool, host: str, port: int, read_only: bo
     if http:
         _check_free(host, port)
     warm_owner(settings)
-    print(f"seelen mcp: {served(settings)}", file=sys.stderr)  # once, for the client's log
+    print(f"seelen mcp: {served(settings).removeprefix('It ')}", file=sys.stderr)  # once
     if not http:
         from seelen.mcp_server.stdio import serve_stdio
 
