@@ -7,8 +7,9 @@ no owner; it takes the profile's lock, opens the profile (`host.open_service`), 
 Resting: LanceDB and onnxruntime, once loaded, keep about 250 MiB in the process that no
 release gives back (the libraries' own pages and runtimes: 20,014 turns, one ask, the model
 freed: 289 MiB). So a background owner without a local model server that has been quiet for
-`server.REST_SECONDS` (five minutes) closes the profile, starts a resting successor and exits. The successor
-(`SEELEN_OWNER_RESTING=1`) holds the lock and listens with nothing loaded (about 40 MiB), and
+`server.REST_SECONDS` (five minutes) closes the profile, starts a resting successor and
+exits. The successor (`SEELEN_OWNER_RESTING=1`) holds the lock and listens with nothing
+loaded (about 40 MiB), and
 opens the profile at the first request that needs it, as a fresh owner would, then serves
 as before. A local model server is never stopped this way: starting it again would make
 the next question wait seconds for it.
