@@ -26,12 +26,13 @@ pytest_plugins = ["model_server"]
 
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point Seelen at a temporary data dir and clear settings from the outer environment.
+    """Point Seelen at a temporary data dir and clear settings from the outer environment;
+    no owner serving it outlives the test.
 
     Opening a profile narrows the process's umask (`seelen.files.make_private`); it is put
     back after each test, so that no test sees another's.
     """
-    import os
+    from helpers import end_owners
 
     for key in list(os.environ):
         if key.startswith(
@@ -60,6 +61,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     os.umask(umask)
     yield directory
     os.umask(umask)
+    end_owners(directory)
 
 
 @pytest.fixture

@@ -5,8 +5,10 @@ store, call a registered tool, see this process's children, read what a prompt h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +23,7 @@ import numpy as np
 from model_server import Reply
 
 from seelen.client.connect import owner_status
-from seelen.client.procs import children
+from seelen.client.procs import children, gone
 from seelen.config import load_settings
 from seelen.memory.context import users_words
 from seelen.memory.prompts import CONTEXT_OPEN
@@ -193,6 +195,37 @@ def wait_gone(pid: int, seconds: float = 15) -> bool:
     True once gone, so `assert wait_gone(pid)` reads as it always did."""
     wait_until(lambda: not alive(pid), seconds, f"process {pid} still runs")
     return True
+
+
+def owners_of(data_dir: Path) -> list[int]:
+    """Pids of the owner processes (warm, resting or still starting) serving a profile in
+    `data_dir`, found by the data dir their client gave them."""
+    wanted = f"SEELEN_DATA_DIR={data_dir.absolute()}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and b"seelen.owner" in (entry / "cmdline").read_bytes()
+                and wanted in (entry / "environ").read_bytes().split(b"\0")
+            ):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # ended meanwhile
+    return found
+
+
+def end_owners(data_dir: Path) -> None:
+    """Kill every owner a test left behind, with what it started (its process group): one
+    its client started and then left (`seelen mcp` warms one up at start), or one still
+    starting when the test ended. Nothing else would end it before its idle time, and each
+    one loading its model costs the suite CPU. The data dir is thrown away after the test."""
+    pids = owners_of(data_dir)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # an owner leads its own session and group
+    for pid in pids:  # a zombie has ended: its parent, the test's client, may reap it later
+        wait_until(lambda pid=pid: gone(pid), 15, f"owner {pid} still runs")
 
 
 async def call_tool(

@@ -203,3 +203,22 @@ def test_an_old_fold_count_becomes_the_seq_it_reached(tmp_path: Path) -> None:
         "t3",
         "t4",
     ]
+
+
+def test_words_held_by_very_many_turns_are_left_out_of_the_search_of_the_whole_memory(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "m.db", common_rows=5)  # the bound, scaled down to a test memory
+    sid = store.create_session("archived").session_id
+    store.add_turns(sid, [("user", f"I like day {n}", None, None) for n in range(8)])
+    store.add_turn(sid, "user", "I like the lighthouse at Kullaberg")
+    found = store.search_turns_text("do I like the lighthouse?", 10)
+    # "like" is in 9 turns, over the bound: only "lighthouse" searches, and finds one.
+    assert [store.get_turns([i])[i].text for i, _ in found] == [
+        "I like the lighthouse at Kullaberg"
+    ]
+    assert store.search_turns_text("what do I like", 10) == []  # only common words: no hit
+    inside = store.search_turns_text("what do I like", 10, only_sessions=[sid])
+    assert len(inside) == 9  # inside named sessions every word counts
+    shares = store.word_shares("do I like the lighthouse?", [i for i, _ in found])
+    assert list(shares.values()) == [1.0]  # the common word weighs nothing

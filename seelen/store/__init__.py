@@ -20,7 +20,7 @@ from typing import Any
 from seelen.errors import StoreError
 from seelen.store.archive import Archiving
 from seelen.store.faults import explain, refuse_empty_file
-from seelen.store.queries import Imports, IndexBookkeeping, Lookups, TextSearch
+from seelen.store.queries import COMMON_ROWS, Imports, IndexBookkeeping, Lookups, TextSearch
 from seelen.store.records import (
     ACTIVE,
     ARCHIVED,
@@ -67,9 +67,12 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
     creates nothing; a file that misses migrations raises `OutdatedStore`.
     """
 
-    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: Path, *, read_only: bool = False, common_rows: int = COMMON_ROWS
+    ) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.common_rows = common_rows  # see queries.COMMON_ROWS
         self._lock = threading.RLock()
         try:
             if read_only:
