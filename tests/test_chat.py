@@ -192,3 +192,27 @@ async def test_debug_log_records_the_clients_retries_without_the_key(
     log = (data_dir / "default" / "logs" / "seelen.log").read_text()
     assert "Retrying request in" in log
     assert "sk-test-secret-key-123" not in log
+
+
+async def test_the_model_clients_of_a_process_share_one_tls_context_that_checks_certificates(
+    env: ModelServer,
+) -> None:
+    import ssl
+
+    from seelen.models.chat import OpenAIChatModel
+    from seelen.models.embed import OpenAIEmbedder
+    from seelen.models.http import tls_context
+
+    chat = OpenAIChatModel(base_url=env.url, api_key="k", model="m")
+    embedder = OpenAIEmbedder(base_url=env.url, api_key="k", model="e")
+    # httpx2 keeps its transport's TLS context here; the SDK would build one per client.
+    contexts = [
+        chat._get_client()._client._transport._pool._ssl_context,
+        embedder._get_client()._client._transport._pool._ssl_context,
+    ]
+    assert contexts == [tls_context(), tls_context()] and contexts[0] is contexts[1]
+    assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
+    env.enqueue("streamed through the shared client")
+    chunks = [c async for c in chat.stream([{"role": "user", "content": "hi"}])]
+    assert "streamed through the shared client" in "".join(getattr(c, "text", "") for c in chunks)
+    await chat.aclose()

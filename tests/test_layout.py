@@ -6,6 +6,7 @@ Read from the source with `ast`, so every import counts, those inside functions 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import seelen
@@ -45,7 +46,8 @@ def unit(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def imports(path: Path, *, typing_only: bool = True) -> set[str]:
+@functools.cache  # three tests read each module
+def imports(path: Path, *, typing_only: bool = True) -> frozenset[str]:
     """Every seelen module `path` imports, at any depth of the file (without those under
     `if TYPE_CHECKING:` when `typing_only` is False: they never run)."""
     tree = ast.parse(path.read_text("utf-8"))
@@ -61,7 +63,7 @@ def imports(path: Path, *, typing_only: bool = True) -> set[str]:
                 found.add(sub if sub in MODULES else node.module)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("seelen"))
-    return found
+    return frozenset(found)
 
 
 MODULES = {module_name(p) for p in ROOT.rglob("*.py")}

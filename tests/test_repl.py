@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import io
 import os
 import signal
@@ -23,9 +22,6 @@ from seelen.store import ARCHIVED
 
 
 def make_repl(pipe) -> tuple[Repl, io.StringIO]:
-    # Clients leaked by other test files close themselves when collected, on whatever loop
-    # runs then; under prompt-toolkit that failure would wait for Enter. Collect them now.
-    gc.collect()
     out = io.StringIO()
     console = Console(file=out, force_terminal=False, width=100)
     app = build_app(load_settings())

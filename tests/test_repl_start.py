@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import io
 from collections.abc import Iterator
 
@@ -23,7 +22,6 @@ OPEN = 20
 
 
 def terminal_repl(pipe) -> tuple[Repl, io.StringIO]:
-    gc.collect()  # see test_repl.make_repl
     out = io.StringIO()
     console = Console(file=out, force_terminal=False, width=100)
     repl = Repl(None, console, settings=load_settings(), pt_input=pipe, pt_output=DummyOutput())

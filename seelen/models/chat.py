@@ -106,11 +106,14 @@ class OpenAIChatModel:
         if self._client is None:
             from openai import AsyncOpenAI  # imported late: it costs ~0.3 s at start-up
 
+            from seelen.models.http import async_client
+
             self._client = AsyncOpenAI(
                 base_url=self.base_url or None,
                 api_key=self._api_key or "not-needed",
                 timeout=self._timeout,
                 max_retries=self._max_retries,  # honours Retry-After; backoff 0.5 s → 8 s
+                http_client=async_client(),
             )
         return self._client
 

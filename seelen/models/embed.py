@@ -293,12 +293,15 @@ class OpenAIEmbedder:
             if self._client is None:
                 from openai import OpenAI
 
+                from seelen.models.http import sync_client
+
                 # Local OpenAI-compatible servers need no key, but the client insists on one.
                 self._client = OpenAI(
                     base_url=self.base_url,
                     api_key=self._api_key or "not-needed",
                     timeout=self._timeout,
                     max_retries=self._max_retries,
+                    http_client=sync_client(),
                 )
             return self._client
 
