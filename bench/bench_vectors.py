@@ -1,10 +1,13 @@
 """Benchmark embedding and vector search: what one recall costs at 10k and 100k turns.
 
 Usage: python bench/bench_vectors.py [--rows 10000 100000] [--queries 200] [--skip-flat]
+                                     [--settings 20:3,20:2,20:1,10:3,5:2]
 
 Embedding uses the bundled ONNX model on made-up sentences. Search latency uses random
 clustered unit vectors (the latency of a search does not depend on what the vectors mean);
-its recall@10 is checked against exact numpy search on the same vectors. Prints medians and
+its recall@10 is checked against exact numpy search on the same vectors. `--settings` sweeps
+the index's search settings (NPROBES:REFINE_FACTOR pairs) on each table: latency and
+recall@10 of each, so what a faster setting loses is shown beside it. Prints medians and
 95th percentiles in milliseconds. The machine's load average is printed first: on a shared
 2-core machine, other work shows up directly in these numbers.
 """
@@ -58,7 +61,7 @@ def sentences(n: int, rng: np.random.Generator) -> list[str]:
 
 
 def bench_embedding(rng: np.random.Generator, queries: int) -> LocalEmbedder:
-    """Model load time, batch throughput and single-query latency."""
+    """Model load time, throughput (each text is its own run) and single-query latency."""
     embedder = LocalEmbedder()
     start = time.perf_counter()
     embedder.embed(["load the model"])
@@ -67,10 +70,7 @@ def bench_embedding(rng: np.random.Generator, queries: int) -> LocalEmbedder:
     start = time.perf_counter()
     embedder.embed(texts)
     seconds = time.perf_counter() - start
-    print(
-        f"  throughput (batch {embedder.batch_size})       {len(texts) / seconds:7.1f} texts/s"
-        f"  (4-60 words each)"
-    )
+    print(f"  throughput                   {len(texts) / seconds:7.1f} texts/s  (4-60 words each)")
     query = "what did I tell you about my sister's birthday trip to Lisbon?"
     latency = timed(lambda: embedder.embed([query]), queries)
     print(f"  one query                    {percentiles(latency)}")
@@ -129,8 +129,30 @@ def search_ms(index: VectorIndex, probes: np.ndarray, **filters: object) -> list
     return out
 
 
+def sweep_settings(
+    index: VectorIndex, vectors: np.ndarray, probes: np.ndarray, settings: list[str]
+) -> None:
+    """Latency and recall@10 of the search under each NPROBES:REFINE_FACTOR pair."""
+    from seelen.vectors import tables
+
+    kept = tables.NPROBES, tables.REFINE_FACTOR
+    try:
+        for pair in settings:
+            tables.NPROBES, tables.REFINE_FACTOR = (int(n) for n in pair.split(":"))
+            took = percentiles(search_ms(index, probes))
+            found = recall_at_10(index, vectors, probes)
+            print(f"    nprobes:refine {pair:<6}    {took}   recall@10 {found:.3f}")
+    finally:
+        tables.NPROBES, tables.REFINE_FACTOR = kept
+
+
 def bench_search(
-    rows: int, queries: int, rng: np.random.Generator, flat: bool, embedder: LocalEmbedder
+    rows: int,
+    queries: int,
+    rng: np.random.Generator,
+    flat: bool,
+    embedder: LocalEmbedder,
+    settings: list[str],
 ) -> None:
     """Search latency of one table of `rows` turns, with and without session filters."""
     vectors = clustered_vectors(rows, rng)
@@ -150,6 +172,8 @@ def bench_search(
                 print(f"    index rebuild + compaction {rebuild_seconds(index):7.2f} s")
             report_search(index, probes if not options else probes[:40], rows, rng)
             print(f"    recall@10 vs exact         {recall_at_10(index, vectors, probes):7.3f}")
+            if not options and settings:
+                sweep_settings(index, vectors, probes, settings)
             if not options and rows >= 50_000:
                 bench_writes(index, rng, probes)
                 bench_recall(index, embedder, rng, queries)
@@ -208,6 +232,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-flat", action="store_true", help="skip the no-index baseline")
+    parser.add_argument(
+        "--settings", default="", help="NPROBES:REFINE_FACTOR pairs to sweep, comma-separated"
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
@@ -215,7 +242,8 @@ def main() -> None:
     embedder = bench_embedding(rng, min(args.queries, 100))
     print("vector search (LanceDB, cosine, 384 dims, limit 30)")
     for rows in args.rows:
-        bench_search(rows, args.queries, rng, not args.skip_flat, embedder)
+        settings = [p for p in args.settings.split(",") if p]
+        bench_search(rows, args.queries, rng, not args.skip_flat, embedder, settings)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
