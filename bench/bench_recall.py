@@ -321,11 +321,15 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
         "--near-share", type=float, help="share of a strong turn's score its neighbours gain"
     )
     parser.add_argument(
+        "--best-sessions", type=int, help="sessions searched again after the direct searches"
+    )
+    parser.add_argument(
         "--without",
         default="",
         help="ranking changes left out, comma-separated: shares (BM25 votes by word share), "
         "lift (questions about the assistant's words), zh-days (Chinese dates as days), "
-        "near (neighbours of strong turns lifted), newer (a newer similar statement first); "
+        "near (neighbours of strong turns lifted), newer (a newer similar statement first), "
+        "inside (the other turns of the best sessions appended); "
         "several variants separated by '/', each measured on the same index",
     )
 
@@ -344,11 +348,14 @@ def tune(recall: Recall, args: argparse.Namespace) -> None:
         changes.SUPERSEDE_SIMILAR = args.similar
     if args.near_share is not None:
         recall.near_share = args.near_share
-    _TUNED[id(recall)] = recall.near_share
+    if args.best_sessions is not None:
+        recall.best_sessions = args.best_sessions
+    _TUNED[id(recall)] = (recall.near_share, recall.best_sessions)
 
 
-CHANGES = ("shares", "lift", "zh-days", "near", "newer")
-_TUNED: dict[int, float] = {}  # each recall's neighbour share as tuned, put back by leave_out
+CHANGES = ("shares", "lift", "zh-days", "near", "newer", "inside")
+# Each recall's neighbour share and best sessions as tuned, put back by leave_out.
+_TUNED: dict[int, tuple[float, int]] = {}
 _ASKS_ASSISTANT = recall_module.asks_assistant
 _ZH_DATE = when._ZH_DATE
 
@@ -368,7 +375,9 @@ def leave_out(recall: Recall, without: str) -> None:
     # Before: "5月2号" named the month alone.
     month = re.compile(r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月()")
     when._ZH_DATE = month if "zh-days" in names else _ZH_DATE
-    recall.near_share = 0.0 if "near" in names else _TUNED.get(id(recall), recall.near_share)
+    near, best = _TUNED.get(id(recall), (recall.near_share, recall.best_sessions))
+    recall.near_share = 0.0 if "near" in names else near
+    recall.best_sessions = 0 if "inside" in names else best
     recall.supersede = "newer" not in names
 
 
@@ -476,10 +485,11 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
 
 
 class StagedRecall(Recall):
-    """Chat's recall, timing three stages: the passages (neighbours looked up, the budget
-    filled), the word shares that weigh BM25's votes, and the lift of the user's answers to
-    matching questions: wall time, and the thread's CPU time, which a busy machine inflates
-    far less."""
+    """Chat's recall, timing its stages: the passages (neighbours looked up, the budget
+    filled), the word shares that weigh BM25's votes, the lift of the user's answers to
+    matching questions, and the second round in the best sessions (when the ranking ran out
+    before the prompt: their turns looked up, searched, and appended): wall time, and
+    the thread's CPU time, which a busy machine inflates far less."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -487,6 +497,7 @@ class StagedRecall(Recall):
             "passage": ([], []),
             "word-share": ([], []),
             "answer-lift": ([], []),
+            "inside": ([], []),
         }
 
     def _timed(self, stage: str, run: Any, *args: Any) -> Any:
@@ -504,6 +515,9 @@ class StagedRecall(Recall):
 
     def _answers(self, fused: Any) -> Any:
         return self._timed("answer-lift", super()._answers, fused)
+
+    def _more(self, fused: Any, vector: Any, ranked: Any, notices: Any) -> Any:
+        return self._timed("inside", super()._more, fused, vector, ranked, notices)
 
     def _shares(self, query: str, lists: Any) -> dict[str, float]:
         if not any(hits for name, hits in lists.items() if name.startswith("bm25")):

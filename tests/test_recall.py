@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -298,3 +299,39 @@ def test_asked_about_now_the_newer_version_of_a_fact_ranks_first(memory: Memory)
     recall.supersede = False
     plain = recall.search("How long is my commute to work on the tram now?", current).turns
     assert plain[0].text_id == berlin and "newer" not in plain[0].sources
+
+
+def test_the_best_sessions_other_turns_follow_the_ranking(memory: Memory) -> None:
+    first, view = memory.session(
+        ["Evan went hiking up the mountain trail on Saturday", "Yes, and the view was unreal!"]
+    )
+    for place in ("the lake", "the canyon", "the forest", "the coast"):
+        memory.session([f"Evan hiked the mountain trail by {place} on Sunday"])
+    # Two candidates per search: the direct searches rank the other hikes above the reply.
+    recall, current = memory.recall(candidates=2)
+    recall.best_sessions = 1
+    question = "Where did Evan go hiking on the mountain trail?"
+    turns = recall.search(question, current).turns
+    ids = [t.text_id for t in turns]
+    assert ids[0] == first and ids[-1] == view  # searched again inside the best session
+    assert turns[-1].sources == {"vector_in_best": 2}
+    assert turns[-1].score < min(t.score for t in turns[:-1])  # after every direct find
+    # Searched only once the ranking ran out: not when a prompt of 20 tokens is full before
+    # the three ranked turns are in, nor for a listing of three; for a listing of four, yes.
+    searched: list[list[str]] = []  # the sessions of each search limited to some
+    search = memory.index.search
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("only_sessions"):
+            searched.append(kwargs["only_sessions"])
+        return search(*args, **kwargs)
+
+    memory.index.search = counted  # type: ignore[method-assign]
+    recall.token_budget = 20
+    recall.search(question, current)
+    assert view not in [t.text_id for t in recall.search(question, current, conv_num=3).turns]
+    assert searched == []
+    assert view in [t.text_id for t in recall.search(question, current, conv_num=4).turns]
+    assert searched == [[turns[0].session_id]]
+    recall.best_sessions = 0
+    assert view not in [t.text_id for t in recall.search(question, current, conv_num=4).turns]

@@ -16,6 +16,33 @@ RRF_K = 60
 # about as well, never one that lifts an unrelated text over a real match (as the time lift).
 HALF_VOTE = 0.5 / (RRF_K + 1)
 
+# BM25 hits under half the best score share only incidental words with the question;
+# measured on bench/bench_recall.py, dropping them lifts MRR without losing recall.
+BM25_FLOOR = 0.5
+# The weights of recall's other lists (recall.py), in votes: the direct searches ("bm25",
+# "vector") count 1.0 each.
+# Weight of the searches inside the sessions whose summaries matched, relative to the direct
+# searches (1.0). At 1.0 these were two extra full votes: on an outside benchmark 5.3 of 6
+# recalled turns came from those sessions, crowding out the turn both direct rankers put
+# first. Half a vote each lifts a session's turns past near ties without outvoting the
+# direct search. Synthetic sweep (bench/bench_recall.py, hybrid MRR@10 / R@10):
+# 0 → 0.42 / 0.84, 0.25 → 0.52 / 0.84, 0.5 → 0.53 / 0.84, 1.0 → 0.62 / 0.86; its summaries
+# restate each planted fact verbatim, which flatters 1.0, so the real-data failure decides.
+SESSION_WEIGHT = 0.5
+# A question that names a time ("on March 4", "last week") also searches the turns of the
+# sessions of that time: a day's "I made risotto tonight" shares no word with "what did I
+# cook on March 4?" and is one of dozens like it, so it is not among the direct searches'
+# candidates for the time lift to act on. A full vote, as a direct search: the question asks
+# about that time. Synthetic time questions R@10 0.29 → 0.74 (half a vote: 0.45); MemoryBank
+# unchanged (its questions name no dates); no other category moved.
+TIME_SEARCH_WEIGHT = 1.0
+LIST_WEIGHTS = {  # searched inside the sessions whose summaries matched, and inside a time
+    "bm25_in_sessions": SESSION_WEIGHT,
+    "vector_in_sessions": SESSION_WEIGHT,
+    "bm25_in_time": TIME_SEARCH_WEIGHT,
+    "vector_in_time": TIME_SEARCH_WEIGHT,
+}
+
 Fused = list[tuple[str, float, dict[str, int]]]  # (text_id, score, {ranker: rank}), best first
 Scored = list[tuple[str, float]]  # (text_id, score), best first
 

@@ -14,10 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from seelen.memory.context import clip, estimate_tokens
 from seelen.memory.prompts import GAP_LINE, passage_heading, passage_line
-from seelen.memory.recalled import Passage, RecalledItem
+from seelen.memory.recalled import Passage, RecalledItem, turn_item
+
+if TYPE_CHECKING:
+    from seelen.store import Store
 
 # Priced once: a heading is the same length every day ("Wednesday" is the longest weekday),
 # and a turn's time ("[10:03]") the same length every time.
@@ -138,6 +142,27 @@ class PassageFill:
         return (after_first is not None and after_first.text_id == second.text_id) or (
             before_second is not None and before_second.text_id == first.text_id
         )
+
+
+def passages_for(
+    store: Store, ranked: Sequence[RecalledItem], *, budget: int, cap: int, rule: str
+) -> list[Passage]:
+    """The `ranked` turns (best first) with their context under `rule`, fitted to `budget`
+    tokens and `cap` turns (`PassageFill`); the neighbours come from `store` in two queries."""
+    around = store.spoken_around(i.text_id for i in ranked)
+    near = {n for pair in around.values() for n in pair if n is not None}
+    turns = store.get_turns(near)
+    known = {i.text_id: i for i in ranked}
+
+    def item(text_id: str | None) -> RecalledItem | None:
+        if text_id is None:
+            return None
+        if text_id in known:
+            return replace(known[text_id], score=0.0, sources={}, rank=0)
+        return turn_item(turns[text_id], 0.0, {}) if text_id in turns else None
+
+    neighbours = {tid: (item(b), item(a)) for tid, (b, a) in around.items()}
+    return PassageFill(neighbours, budget=budget, cap=cap, rule=rule).fill(ranked)
 
 
 def _order(item: RecalledItem) -> tuple[int, int]:

@@ -1,18 +1,17 @@
 """Recall: past summaries and turns by meaning (vectors) and by words (BM25), fused.
 
-Two stages, as in the design: the `session_num` most relevant summaries of *other*
-sessions, then the most relevant turns, found by direct turn search, as passages (each turn
-with the turns that make it understandable, passages.py) within a token budget (and at most
-`conv_num` turns, a safety bound). Ranked lists are fused by reciprocal rank:
-score = Σ weight × share / (60 + rank), a BM25 vote scaled by the share of the question's
-word weight the turn holds (fusion.py); a question about what the assistant said lifts its
-replies, and the user's answer to a matching question gains from it (lifts.py); a question
-about the present puts newer versions of a fact first (changes.py).
-A matching summary only lifts its session's turns a little (a low-weight list searched inside
-its session); it never filters, and its turns never outvote the direct search. A question
-that names a time ("on March 4") is also searched inside that time's sessions. Turns come out
-in the order they were ranked, with the score they were ranked by. The current session is
-never recalled from the index (its turns are in the prompt already).
+First the `session_num` most relevant summaries of *other* sessions, then the turns: found by
+direct turn search, ranked lists fused by reciprocal rank (score = Σ weight × share /
+(60 + rank), a BM25 vote scaled by the share of the question's word weight the turn holds:
+fusion.py), lifted for what the question asks (lifts.py: the assistant's replies, the user's
+answers; changes.py: for a question about the present, newer versions of a fact first), then
+the other turns of the best sessions after them (inside.py), as passages (each turn with the
+turns that make it understandable, passages.py) within a token budget (and at most `conv_num`
+turns, a safety bound). A matching summary only lifts its session's turns a little (a
+low-weight list searched inside its session); it never filters. A question that names a time
+("on March 4") is also searched inside that time's sessions. Turns come out in the order they
+were ranked, with the score they were ranked by. The current session is never recalled from
+the index (its turns are in the prompt already).
 
 Vectors never fail a recall: a failed query embedding or vector search falls back to
 keywords (BM25) and says so once in `notice`. The `Indexer` (indexer.py) keeps the index in
@@ -31,10 +30,26 @@ from seelen.errors import SeelenError
 from seelen.memory.changes import asks_present, newer_first
 from seelen.memory.clock import Clock
 from seelen.memory.context import RECALL_TOKENS
-from seelen.memory.fusion import RRF_K, Fused, Scored, asks_assistant, fuse, strong_hits
+from seelen.memory.fusion import (
+    BM25_FLOOR,
+    LIST_WEIGHTS,
+    RRF_K,
+    Fused,
+    Scored,
+    asks_assistant,
+    fuse,
+    strong_hits,
+)
+from seelen.memory.inside import BEST_SESSIONS, appended, best_sessions, ran_out
 from seelen.memory.lifts import NEAR_SHARE, answers_lifted, replies_lifted
-from seelen.memory.passages import PassageFill
-from seelen.memory.recalled import Passage, RecalledItem, RecallResult
+from seelen.memory.passages import passages_for
+from seelen.memory.recalled import (
+    Passage,
+    RecalledItem,
+    RecallResult,
+    summary_item,
+    turn_item,
+)
 from seelen.memory.when import TimeHint, in_time_first, parse_time
 from seelen.models.embed import embed_query
 from seelen.store import Store, Summary, Turn
@@ -48,24 +63,6 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# BM25 hits under half the best score share only incidental words with the question;
-# measured on bench/bench_recall.py, dropping them lifts MRR without losing recall.
-BM25_FLOOR = 0.5
-# Weight of the searches inside the sessions whose summaries matched, relative to the direct
-# searches (1.0). At 1.0 these were two extra full votes: on an outside benchmark 5.3 of 6
-# recalled turns came from those sessions, crowding out the turn both direct rankers put
-# first. Half a vote each lifts a session's turns past near ties without outvoting the
-# direct search. Synthetic sweep (bench/bench_recall.py, hybrid MRR@10 / R@10):
-# 0 → 0.42 / 0.84, 0.25 → 0.52 / 0.84, 0.5 → 0.53 / 0.84, 1.0 → 0.62 / 0.86; its summaries
-# restate each planted fact verbatim, which flatters 1.0, so the real-data failure decides.
-SESSION_WEIGHT = 0.5
-# A question that names a time ("on March 4", "last week") also searches the turns of the
-# sessions of that time: a day's "I made risotto tonight" shares no word with "what did I
-# cook on March 4?" and is one of dozens like it, so it is not among the direct searches'
-# candidates for the time lift to act on. A full vote, as a direct search: the question asks
-# about that time. Synthetic time questions R@10 0.29 → 0.74 (half a vote: 0.45); MemoryBank
-# unchanged (its questions name no dates); no other category moved.
-TIME_SEARCH_WEIGHT = 1.0
 # A range holding more sessions than this is most of a memory (two months of daily chats):
 # searching inside it is a direct search again, so only the time lift applies.
 TIME_SESSIONS = 64
@@ -109,13 +106,8 @@ class Recall:
         self.context = context  # which neighbours a recalled turn brings (passages.py)
         self.near_share = NEAR_SHARE  # 0: neighbours gain nothing from a strong turn
         self.supersede = True  # a newer similar statement above an older one (changes.py)
-        self.weights = {
-            "bm25_in_sessions": SESSION_WEIGHT,
-            "vector_in_sessions": SESSION_WEIGHT,
-            "bm25_in_time": TIME_SEARCH_WEIGHT,
-            "vector_in_time": TIME_SEARCH_WEIGHT,
-            **(weights or {}),
-        }
+        self.best_sessions = BEST_SESSIONS  # 0: no second round in the best sessions
+        self.weights = {**LIST_WEIGHTS, **(weights or {})}
         self._pool: ThreadPoolExecutor | None = None
         self._told: set[str] = set()  # notices already given
         self._warming: Future[Any] | None = None
@@ -187,12 +179,17 @@ class Recall:
         vectors: dict[str, np.ndarray] = {}
         lists = self._lists("t:", pending, notices, vectors)
         fused = self._fuse(lists, self._shares(query, lists))
+        direct = fused
         if asks_assistant(query):
             fused = replies_lifted(self.store, fused, self._depth(conv_num))
         if self.near_share:
             fused = self._answers(fused)
-        newer = vectors if self.supersede and asks_present(query, hint) else {}
-        turns, passages = self._turns(fused, conv_num, current_session, hint, newer)
+        ranked = self._ranked(query, fused, conv_num, current_session, hint, vectors)
+        turns, passages = self._turns(ranked, conv_num)
+        if ran_out(ranked, turns, conv_num, self.conv_num):  # the budget outlasted it
+            more = self._more(direct, vector, ranked, notices)
+            if len(more) > len(ranked):
+                turns, passages = self._turns(more, conv_num)
         seconds = time.perf_counter() - started
         notice = self._notice(notices)
         return RecallResult(query, summaries, turns, seconds, mode, notice, passages)
@@ -329,34 +326,62 @@ class Recall:
         for text_id, score, ranks in fused:
             s: Summary | None = found.get(text_id)
             if s is not None:  # a vector whose text was deleted is simply skipped
-                out.append(_summary_item(s, score, ranks))
+                out.append(summary_item(s, score, ranks))
         return out
 
-    def _turns(
+    def _more(
         self,
+        fused: Fused,
+        vector: np.ndarray | None,
+        ranked: list[RecalledItem],
+        notices: list[str],
+    ) -> list[RecalledItem]:
+        """`ranked` followed by the turns it lacks found by meaning inside the sessions of the
+        best `fused` turns (inside.py); `ranked` alone when that search failed (noted)."""
+        if vector is None or self.index is None or not self.best_sessions:
+            return ranked
+        head = [i for i, _, _ in fused[: self.candidates]]
+        if not (best := best_sessions(self.store, head, self.best_sessions)):
+            return ranked
+        try:
+            hits = self.index.search("turns", vector, self.candidates, only_sessions=best)
+        except SeelenError as exc:
+            notices.append(str(exc))
+            return ranked
+        return appended(self.store, ranked, hits)
+
+    def _ranked(
+        self,
+        query: str,
         fused: Fused,
         limit: int | None,
         current_session: str | None,
         hint: TimeHint | None,
-        newer: dict[str, np.ndarray],
-    ) -> tuple[list[RecalledItem], list[Passage]]:
-        """The ranked turns and the passages chat shows. Without `limit`, the turns are the
-        recalled ones the passages hold (what chat asks for); with it, the first `limit`, each
-        marked `in_prompt` when a passage holds it.
-
-        Exact score ties (common in rank fusion) go to the newer turn: recency only ever breaks
-        ties, so it never pushes a stronger match down.
-        """
+        vectors: dict[str, np.ndarray],
+    ) -> list[RecalledItem]:
+        """The fused turns as recalled items, best first: those of a time the question names
+        lifted, and for a question about the present newer versions of a fact first
+        (changes.py; `vectors` compare the turns). Exact score ties (common in rank fusion) go
+        to the newer turn: recency only ever breaks ties, so it never pushes a stronger match
+        down."""
         head = fused[: self._depth(limit)]
         found = self.store.get_turns(i for i, _, _ in head)
         items = []
         for text_id, score, ranks in head:
             t: Turn | None = found.get(text_id)
             if t is not None and t.session_id != current_session:
-                items.append(_turn_item(t, score, ranks))
+                items.append(turn_item(t, score, ranks))
         items = in_time_first(items, hint)
-        if newer:  # a question about the present: newer versions of a fact first
-            items = newer_first(items, newer)
+        return (
+            newer_first(items, vectors) if self.supersede and asks_present(query, hint) else items
+        )
+
+    def _turns(
+        self, items: list[RecalledItem], limit: int | None
+    ) -> tuple[list[RecalledItem], list[Passage]]:
+        """The ranked turns and the passages chat shows. Without `limit`, the turns are the
+        recalled ones the passages hold (what chat asks for); with it, the first `limit`, each
+        marked `in_prompt` when a passage holds it."""
         items = [replace(i, rank=r) for r, i in enumerate(items, 1)]
         passages = self._passages(items)
         shown = {t.text_id for p in passages for t in p.turns}
@@ -366,32 +391,5 @@ class Recall:
 
     def _passages(self, ranked: list[RecalledItem]) -> list[Passage]:
         """The ranked turns with their context, fitted to the token budget and the cap."""
-        around = self.store.spoken_around(i.text_id for i in ranked)
-        near = {n for pair in around.values() for n in pair if n is not None}
-        turns = self.store.get_turns(near)
-        known = {i.text_id: i for i in ranked}
-
-        def item(text_id: str | None) -> RecalledItem | None:
-            if text_id is None:
-                return None
-            if text_id in known:
-                return replace(known[text_id], score=0.0, sources={}, rank=0)
-            return _turn_item(turns[text_id], 0.0, {}) if text_id in turns else None
-
-        neighbours = {tid: (item(b), item(a)) for tid, (b, a) in around.items()}
-        fill = PassageFill(
-            neighbours, budget=self.token_budget, cap=self.conv_num, rule=self.context
-        )
-        return fill.fill(ranked)
-
-
-def _turn_item(t: Turn, score: float, ranks: dict[str, int]) -> RecalledItem:
-    return RecalledItem(
-        t.text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks, seq=t.seq
-    )
-
-
-def _summary_item(s: Summary, score: float, ranks: dict[str, int]) -> RecalledItem:
-    return RecalledItem(
-        s.text_id, s.session_id, "summary", s.text, "", s.start_ms, s.end_ms, score, ranks
-    )
+        rule, cap = self.context, self.conv_num
+        return passages_for(self.store, ranked, budget=self.token_budget, cap=cap, rule=rule)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from seelen.store import Summary, Turn
 
 
 @dataclass(frozen=True)
@@ -62,3 +66,17 @@ class RecallResult:
     def prompt_turns(self) -> list[RecalledItem]:
         """Every turn the prompt shows, passage by passage, in conversation order."""
         return [t for p in self.passages for t in p.turns]
+
+
+def turn_item(t: Turn, score: float, ranks: dict[str, int]) -> RecalledItem:
+    """A stored turn as recalled, with its score and the rankers' ranks."""
+    return RecalledItem(
+        t.text_id, t.session_id, "turn", t.text, t.role, t.ts_ms, t.ts_ms, score, ranks, seq=t.seq
+    )
+
+
+def summary_item(s: Summary, score: float, ranks: dict[str, int]) -> RecalledItem:
+    """A stored session summary as recalled, with its score and the rankers' ranks."""
+    return RecalledItem(
+        s.text_id, s.session_id, "summary", s.text, "", s.start_ms, s.end_ms, score, ranks
+    )
