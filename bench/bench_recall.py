@@ -28,6 +28,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+# One OpenBLAS thread, as `import seelen` sets it (seelen/__init__.py) for every command: numpy
+# reads this once, when it loads, and this script loads numpy before Seelen.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -44,6 +48,7 @@ from seelen.models.embed import Embedder, embed_query, make_embedder
 from seelen.models.languages import SAMPLE_CHARS, SAMPLE_TURNS, needs_multilingual
 from seelen.store import Store
 from seelen.vectors import VectorIndex, VectorRow
+from seelen.vectors import index as vector_index
 
 MODES = ("bm25", "vector", "hybrid")
 RAW = ("bm25-raw", "vector-raw")  # one ranker alone, straight from the store / the index
@@ -96,13 +101,18 @@ def load_avg() -> str:
     return "load avg " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+# Main vector tables up to this many rows are searched in a copy in memory (the product's
+# default; `--held-rows 0`: always by LanceDB, as before that copy).
+HELD_ROWS = vector_index.HELD_ROWS
+
+
 def open_memory(
     directory: Path, sessions: Sequence[BenchSession], dim: int, model_id: str
 ) -> Memory:
     """A Store and VectorIndex in `directory` holding `sessions`, each archived with its summary."""
     started = time.perf_counter()
     store = Store(directory / "bench.db")
-    index = VectorIndex(directory / "lancedb", model_id, dim)
+    index = VectorIndex(directory / "lancedb", model_id, dim, held_rows=HELD_ROWS)
     turn_ids: dict[tuple[str, int], str] = {}
     rows: list[tuple[str, str, str, int, str]] = []
     for s in sessions:
@@ -613,6 +623,7 @@ def resolve(provider: str, seed: int) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse flags and run the chosen parts (both when none is chosen)."""
+    global HELD_ROWS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quality", action="store_true", help="recall@k and MRR per mode")
     parser.add_argument("--speed", action="store_true", help="latency at --sizes stored turns")
@@ -637,6 +648,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--pool", type=int, default=2000, help="distinct texts embedded for the speed part"
     )
+    parser.add_argument(
+        "--held-rows",
+        type=int,
+        default=HELD_ROWS,
+        help="main vector tables searched in memory up to this many rows (0: by LanceDB)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--embedder",
@@ -646,6 +663,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="list the hybrid misses")
     args = parser.parse_args(argv)
+    HELD_ROWS = args.held_rows
     both = not (args.quality or args.speed)
     embedder = make_embedder(resolve(args.embedder, args.seed), "", "", "")
     print(f"Seelen recall bench: {embedder.model_id}, conv_num={args.conv_num}; {load_avg()}")

@@ -23,6 +23,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+# One OpenBLAS thread, as `import seelen` sets it (seelen/__init__.py) for every command: numpy
+# reads this once, when it loads, and this script loads numpy before Seelen.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

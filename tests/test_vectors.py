@@ -49,12 +49,16 @@ def row(text_id: str, session_id: str, vector: np.ndarray, ts_ms: int = 0) -> Ve
     return VectorRow(text_id, session_id, ts_ms, vector)
 
 
-@pytest.fixture(params=["recent", "main"])
+@pytest.fixture(params=["recent", "main", "lancedb"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> VectorIndex:
     """An index whose rows stay in the recent table (searched in memory) or, with
-    `recent_rows=1`, move to the main table at once (searched by LanceDB with SQL filters)."""
-    recent_rows = 1 if request.param == "main" else 1_000
-    return VectorIndex(tmp_path / "lancedb", "test:model", DIM, recent_rows=recent_rows)
+    `recent_rows=1`, move to the main table at once: searched in its copy in memory (a small
+    table), or with `held_rows=0` by LanceDB with SQL filters (a large one)."""
+    recent_rows = 1_000 if request.param == "recent" else 1
+    held_rows = 0 if request.param == "lancedb" else 1_000
+    return VectorIndex(
+        tmp_path / "lancedb", "test:model", DIM, recent_rows=recent_rows, held_rows=held_rows
+    )
 
 
 def test_importing_vectors_loads_no_heavy_library() -> None:
@@ -232,7 +236,9 @@ def test_bad_input(index: VectorIndex) -> None:
 
 def test_ann_index_search_matches_brute_force(tmp_path: Path) -> None:
     """Past the threshold an IVF_SQ index is built; results stay exact, new rows are found."""
-    index = VectorIndex(tmp_path / "lancedb", "m", DIM, index_min_rows=200, recent_rows=150)
+    index = VectorIndex(
+        tmp_path / "lancedb", "m", DIM, index_min_rows=200, recent_rows=150, held_rows=0
+    )
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((650, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -268,7 +274,13 @@ def test_index_segments_stay_bounded(tmp_path: Path) -> None:
     """Each move of recent rows adds a delta segment to the vector index; too many trigger a
     rebuild."""
     index = VectorIndex(
-        tmp_path / "lancedb", "m", DIM, index_min_rows=100, recent_rows=2, max_segments=3
+        tmp_path / "lancedb",
+        "m",
+        DIM,
+        index_min_rows=100,
+        recent_rows=2,
+        max_segments=3,
+        held_rows=0,
     )
     index.add("turns", [row(f"t{i}", "s", unit(i)) for i in range(150)])
     main = index._tables["turns"]
@@ -284,7 +296,9 @@ def test_index_segments_stay_bounded(tmp_path: Path) -> None:
 def test_a_bulk_of_adds_is_indexed_once_at_the_end(tmp_path: Path) -> None:
     """Inside `bulk()` moved rows are appended without upkeep (every row still found, a
     replaced row still replaced); leaving it compacts the main table and builds its index."""
-    index = VectorIndex(tmp_path / "lancedb", "m", DIM, index_min_rows=100, recent_rows=40)
+    index = VectorIndex(
+        tmp_path / "lancedb", "m", DIM, index_min_rows=100, recent_rows=40, held_rows=0
+    )
     index.add("turns", [row(f"t{i}", "s", unit(i)) for i in range(40)])  # moved, maintained
     main = index._tables["turns"]
     with index.bulk():
@@ -325,9 +339,13 @@ def test_upsert_of_a_moved_row_replaces_it(tmp_path: Path) -> None:
     assert index.text_ids("turns") == {"t0"}
 
 
-def test_searches_during_writes_never_miss_a_row(tmp_path: Path) -> None:
-    """Readers run while rows move from the recent table to the indexed one."""
-    index = VectorIndex(tmp_path / "lancedb", "m", DIM, index_min_rows=20, recent_rows=10)
+@pytest.mark.parametrize("held_rows", [0, 1_000])
+def test_searches_during_writes_never_miss_a_row(tmp_path: Path, held_rows: int) -> None:
+    """Readers run while rows move from the recent table to the indexed one (searched by
+    LanceDB, or in its copy in memory, made again after each move)."""
+    index = VectorIndex(
+        tmp_path / "lancedb", "m", DIM, index_min_rows=20, recent_rows=10, held_rows=held_rows
+    )
     anchor = unit(4242)
     index.add("turns", [row("anchor", "s0", anchor)])
     failures: list[str] = []
@@ -350,6 +368,34 @@ def test_searches_during_writes_never_miss_a_row(tmp_path: Path) -> None:
         reader.join()
     assert failures == []
     assert index.count("turns") == 31
+
+
+def test_a_small_main_table_is_searched_in_a_copy_that_follows_every_change(
+    tmp_path: Path,
+) -> None:
+    """Up to `held_rows` rows, the main table is searched in memory, exactly as LanceDB
+    would; the copy is made again after a move, a forget or a reopen, and dropped by
+    `release`; a larger table is searched by LanceDB."""
+    path = tmp_path / "lancedb"
+    index = VectorIndex(path, "m", DIM, recent_rows=5, held_rows=12)
+    index.add("turns", [row(f"t{i}", f"s{i % 3}", unit(i)) for i in range(10)])  # two moves
+    by_lancedb = VectorIndex(path, "m", DIM, held_rows=0, read_only=True)
+    for seed in (3, 77, 78):
+        mine = index.search("turns", unit(seed), 4, exclude_session="s1")
+        theirs = by_lancedb.search("turns", unit(seed), 4, exclude_session="s1")
+        assert [h.text_id for h in mine] == [h.text_id for h in theirs]
+        assert [h.score for h in mine] == pytest.approx([h.score for h in theirs], abs=1e-5)
+    assert "turns" in index._held  # the search above ran on the copy
+    index.delete("turns", text_ids=["t3"])  # a forget changes the main table
+    assert index.search("turns", unit(3), 1)[0].text_id != "t3"
+    index.add("turns", [row(f"n{i}", "s9", unit(500 + i)) for i in range(5)])  # another move
+    assert index.search("turns", unit(502), 1)[0].text_id == "n2"
+    index.release()
+    assert index._held == {}
+    assert index.search("turns", unit(504), 1)[0].text_id == "n4"  # made again
+    index.add("turns", [row(f"m{i}", "s8", unit(900 + i)) for i in range(5)])  # 19 rows > 12
+    assert index.search("turns", unit(903), 1)[0].text_id == "m3"  # found by LanceDB
+    assert index._held["turns"][2] is None  # no copy of a larger table
 
 
 def test_opening_an_index_skips_lancedbs_rest_client(tmp_path: Path) -> None:

@@ -195,12 +195,15 @@ class App:
         return True
 
     def release_idle(self) -> None:
-        """Free what an idle process no longer needs: the embedding model (loaded again by
-        the next search or indexing pass), then the heap's free pages."""
+        """Free what an idle process no longer needs: the embedding model and the vector
+        index's copies of small tables (made again by the next search or indexing pass),
+        then the heap's free pages."""
         from seelen.heap import give_back
 
         if self.recall is not None and self.recall.embedder is not None:
             self.recall.embedder.release()
+        if self.index is not None:
+            self.index.index.release()
         give_back()
 
     def forget(self, text_ids: list[str]) -> None:

@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 
 INDEX_MIN_ROWS = 5_000  # below this a flat search of the main table stays under ~8 ms
 RECENT_ROWS = 5_000  # rows kept in memory as well (7.5 MB at 384 dims) before a move
+# A main table of at most this many rows is searched in a copy in memory (`_held`), exactly:
+# any LanceDB query on it costs 11-13 ms of CPU at this machine's load of 2-4 (even 5,000
+# summaries with their IVF index: bench_vectors.py), numpy's scan of 20,000 rows ~3 ms.
+# Chosen by memory: 30 MB a table at 384 dims, so a 20,000-turn profile (the size of a
+# heavy ChatGPT history) searches everything in memory, and at 100k turns only the
+# summaries (one a session) are held.
+HELD_ROWS = 20_000
 OPTIMIZE_EVERY = 50  # writes between compactions of the recent table
 MAX_SEGMENTS = 1  # index segments (1 + deltas) tolerated before a rebuild
 
@@ -50,6 +57,7 @@ class VectorIndex(TableUpkeep):
         *,
         index_min_rows: int = INDEX_MIN_ROWS,
         recent_rows: int = RECENT_ROWS,
+        held_rows: int = HELD_ROWS,
         optimize_every: int = OPTIMIZE_EVERY,
         max_segments: int = MAX_SEGMENTS,
         read_only: bool = False,
@@ -60,6 +68,7 @@ class VectorIndex(TableUpkeep):
         self.dim = dim
         self.index_min_rows = index_min_rows
         self.recent_rows = recent_rows
+        self.held_rows = held_rows
         self.optimize_every = optimize_every
         self.max_segments = max_segments
         self._open_lock = threading.Lock()  # short: opening tables, the meta cache
@@ -72,6 +81,9 @@ class VectorIndex(TableUpkeep):
         self._tables: dict[str, LanceTable] = {}
         self._absent: set[str] = set()  # names of tables known not to exist
         self._recent: dict[str, RecentRows] = {}  # in-memory copies of the recent tables
+        # In-memory copies of small main tables (None: too large), with the table handle and
+        # the version they were made from.
+        self._held: dict[str, tuple[LanceTable, int, RecentRows | None]] = {}
         self._writes: dict[str, int] = {}
         self._record = ModelRecord(self.path / META_FILE)
         self._bulk = 0  # nested `bulk()` calls under way
@@ -189,6 +201,25 @@ class VectorIndex(TableUpkeep):
         # Absent only when a swap or a move aside dropped the handles just now: no rows yet.
         return self._recent.get(kind + RECENT)
 
+    def _held_copy(self, kind: str, main: LanceTable) -> RecentRows | None:
+        """A copy in memory of `kind`'s main table while it holds at most `held_rows` rows
+        (see HELD_ROWS), made again whenever the table changed (its version: a move, a
+        forget, a re-index); None for a larger table. Read after the recent rows, as the
+        table itself is, so a search never misses a row that moves meanwhile."""
+        version = main.version
+        found = self._held.get(kind)
+        if found is not None and found[0] is main and found[1] == version:
+            return found[2]  # None: the table was too large at this version
+        small = main.count_rows() <= self.held_rows
+        copy = RecentRows(self.dim, tb.all_rows(main)) if small else None
+        self._held[kind] = (main, version, copy)
+        return copy
+
+    def release(self) -> None:
+        """Drop the in-memory copies of the main tables (an idle process); the next search
+        makes them again."""
+        self._held = {}
+
     # -- writes ------------------------------------------------------------------------
 
     def add(self, kind: str, rows: Sequence[VectorRow]) -> None:
@@ -281,7 +312,11 @@ class VectorIndex(TableUpkeep):
             # Recent first: rows move from there to main, so this order never misses one.
             if (recent := self._recent_rows(kind)) is not None:
                 hits += recent.search(query, limit, exclude_session, only_sessions)
-            if (main := self._table(kind)) is not None:
+            if (main := self._table(kind)) is None:
+                pass
+            elif (held := self._held_copy(kind, main)) is not None:
+                hits += held.search(query, limit, exclude_session, only_sessions)
+            else:
                 hits += tb.search_table(main, query, limit, where, exact=bool(only_sessions))
         best: dict[str, VectorHit] = {}
         for hit in sorted(hits, key=lambda h: h.score, reverse=True):
