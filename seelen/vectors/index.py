@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from seelen.errors import StoreError
+from seelen.heap import give_back
 from seelen.vectors import folders
 from seelen.vectors import tables as tb
 from seelen.vectors.filters import id_predicates, session_filter, sql_string
@@ -34,6 +35,12 @@ RECENT_ROWS = 5_000  # rows kept in memory as well (7.5 MB at 384 dims) before a
 # heavy ChatGPT history) searches everything in memory, and at 100k turns only the
 # summaries (one a session) are held.
 HELD_ROWS = 20_000
+# Searches of one table version before its copy is made: a recall searches one kind at most
+# three times (everywhere, inside the summaries' sessions, inside a named time), so a
+# command that asks once (a one-shot `ask` or `memory search`) never pays for the copy
+# (0.15-0.3 s at 20,000 rows); a process that goes on asking (the owner, a chat, a batch)
+# makes it during its second question.
+HELD_AFTER = 4
 OPTIMIZE_EVERY = 50  # writes between compactions of the recent table
 MAX_SEGMENTS = 1  # index segments (1 + deltas) tolerated before a rebuild
 
@@ -81,9 +88,9 @@ class VectorIndex(TableUpkeep):
         self._tables: dict[str, LanceTable] = {}
         self._absent: set[str] = set()  # names of tables known not to exist
         self._recent: dict[str, RecentRows] = {}  # in-memory copies of the recent tables
-        # In-memory copies of small main tables (None: too large), with the table handle and
-        # the version they were made from.
-        self._held: dict[str, tuple[LanceTable, int, RecentRows | None]] = {}
+        # Per kind: the main table handle and version seen, searches of it since, and its copy
+        # in memory once made (see `_held_copy`).
+        self._held: dict[str, tuple[LanceTable, int, int, RecentRows | None]] = {}
         self._writes: dict[str, int] = {}
         self._record = ModelRecord(self.path / META_FILE)
         self._bulk = 0  # nested `bulk()` calls under way
@@ -203,16 +210,19 @@ class VectorIndex(TableUpkeep):
 
     def _held_copy(self, kind: str, main: LanceTable) -> RecentRows | None:
         """A copy in memory of `kind`'s main table while it holds at most `held_rows` rows
-        (see HELD_ROWS), made again whenever the table changed (its version: a move, a
-        forget, a re-index); None for a larger table. Read after the recent rows, as the
-        table itself is, so a search never misses a row that moves meanwhile."""
+        (see HELD_ROWS), made at the HELD_AFTER-th search of a table version and made again
+        after the table changed (a move, a forget, a re-index); None before that and for a
+        larger table. Read after the recent rows, as the table itself is, so a search never
+        misses a row that moves meanwhile."""
         version = main.version
-        found = self._held.get(kind)
-        if found is not None and found[0] is main and found[1] == version:
-            return found[2]  # None: the table was too large at this version
-        small = main.count_rows() <= self.held_rows
-        copy = RecentRows(self.dim, tb.all_rows(main)) if small else None
-        self._held[kind] = (main, version, copy)
+        table, seen, searches, copy = self._held.get(kind, (None, -1, 0, None))
+        if table is not main or seen != version:
+            searches, copy = 0, None
+        searches += 1
+        if copy is None and searches == HELD_AFTER and main.count_rows() <= self.held_rows:
+            copy = RecentRows.copy_of(self.dim, tb.all_rows(main))
+            give_back()  # the table as read (as large as the copy) is gone: return its pages
+        self._held[kind] = (main, version, searches, copy)
         return copy
 
     def release(self) -> None:

@@ -33,8 +33,20 @@ class RecentRows:
         self._snapshot: tuple[list[str], np.ndarray, np.ndarray] = ([], np.array([]), np.array([]))
         self.upsert(data)
 
+    @classmethod
+    def copy_of(cls, dim: int, data: pa.Table) -> RecentRows:
+        """A read-only copy of `data`'s rows (a small main table's): the search's matrix
+        alone, without the map of rows that writes keep (which would hold each vector twice)."""
+        copy = cls(dim, data.slice(0, 0))
+        flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = np.array(flat, dtype=np.float32).reshape(-1, dim)  # one copy, normalised in place
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        sessions = np.array(data["session_id"].to_pylist(), dtype=object)
+        copy._snapshot = (data["text_id"].to_pylist(), sessions, matrix)
+        return copy
+
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._snapshot[0])
 
     def upsert(self, data: pa.Table) -> None:
         """Insert or replace the rows of `data` (text_id, session_id, vector columns)."""
