@@ -322,12 +322,11 @@ class VectorIndex(TableUpkeep):
             # Recent first: rows move from there to main, so this order never misses one.
             if (recent := self._recent_rows(kind)) is not None:
                 hits += recent.search(query, limit, exclude_session, only_sessions)
-            if (main := self._table(kind)) is None:
-                pass
-            elif (held := self._held_copy(kind, main)) is not None:
-                hits += held.search(query, limit, exclude_session, only_sessions)
-            else:
-                hits += tb.search_table(main, query, limit, where, exact=bool(only_sessions))
+            if (main := self._table(kind)) is not None:
+                if (held := self._held_copy(kind, main)) is not None:
+                    hits += held.search(query, limit, exclude_session, only_sessions)
+                else:
+                    hits += tb.search_table(main, query, limit, where, exact=bool(only_sessions))
         best: dict[str, VectorHit] = {}
         for hit in sorted(hits, key=lambda h: h.score, reverse=True):
             best.setdefault(hit.text_id, hit)  # a row caught mid-move shows up twice

@@ -38,11 +38,8 @@ class RecentRows:
         """A read-only copy of `data`'s rows (a small main table's): the search's matrix
         alone, without the map of rows that writes keep (which would hold each vector twice)."""
         copy = cls(dim, data.slice(0, 0))
-        flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix = np.array(flat, dtype=np.float32).reshape(-1, dim)  # one copy, normalised in place
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         sessions = np.array(data["session_id"].to_pylist(), dtype=object)
-        copy._snapshot = (data["text_id"].to_pylist(), sessions, matrix)
+        copy._snapshot = (data["text_id"].to_pylist(), sessions, _unit_rows(data, dim))
         return copy
 
     def __len__(self) -> int:
@@ -50,12 +47,11 @@ class RecentRows:
 
     def upsert(self, data: pa.Table) -> None:
         """Insert or replace the rows of `data` (text_id, session_id, vector columns)."""
-        flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vectors = np.asarray(flat, dtype=np.float32).reshape(-1, self._dim)
+        vectors = _unit_rows(data, self._dim)
         for text_id, session_id, vector in zip(
             data["text_id"].to_pylist(), data["session_id"].to_pylist(), vectors, strict=True
         ):
-            self._rows[text_id] = (session_id, vector / max(float(np.linalg.norm(vector)), 1e-12))
+            self._rows[text_id] = (session_id, vector)
         self._publish()
 
     def delete(self, text_ids: set[str], session_id: str | None) -> None:
@@ -104,3 +100,11 @@ class RecentRows:
             VectorHit(ids[i], sessions[i], float(score), matrix[i])
             for i, score in zip(rows[best], scores[best], strict=True)
         ]
+
+
+def _unit_rows(data: pa.Table, dim: int) -> np.ndarray:
+    """`data`'s vector column as a float32 matrix of unit rows (one copy, scaled in place)."""
+    flat = data["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    matrix = np.array(flat, dtype=np.float32).reshape(-1, dim)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return matrix
