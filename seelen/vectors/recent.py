@@ -10,6 +10,8 @@ time (a full sort of the scores took as long as the scoring).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +20,30 @@ from seelen.vectors.records import VectorHit
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """One version of the rows: their ids, sessions and unit vectors, row by row."""
+
+    ids: list[str] = field(default_factory=list)
+    sessions: np.ndarray = field(default_factory=lambda: np.array([], dtype=object))
+    matrix: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.float32))
+
+    @cached_property
+    def rows_of(self) -> dict[str, list[int]]:
+        """The rows of each session, made at the first search inside sessions of a copy that
+        never changes (20,000 rows: 3 ms once, then a lookup instead of a 0.7-1.4 ms scan of
+        every row's session; the recent rows change at every write and scan instead)."""
+        out: dict[str, list[int]] = {}
+        for row, session in enumerate(self.sessions):
+            out.setdefault(session, []).append(row)
+        return out
+
+    def rows_in(self, sessions: Sequence[str]) -> np.ndarray:
+        """The rows of `sessions`, in the order they were added."""
+        found = [row for s in dict.fromkeys(sessions) for row in self.rows_of.get(s, [])]
+        return np.array(sorted(found), dtype=np.intp)
 
 
 class RecentRows:
@@ -30,7 +56,8 @@ class RecentRows:
     def __init__(self, dim: int, data: pa.Table) -> None:
         self._dim = dim
         self._rows: dict[str, tuple[str, np.ndarray]] = {}
-        self._snapshot: tuple[list[str], np.ndarray, np.ndarray] = ([], np.array([]), np.array([]))
+        self._snapshot = _Snapshot()
+        self._fixed = False  # a read-only copy (`copy_of`): its rows never change
         self.upsert(data)
 
     @classmethod
@@ -38,12 +65,13 @@ class RecentRows:
         """A read-only copy of `data`'s rows (a small main table's): the search's matrix
         alone, without the map of rows that writes keep (which would hold each vector twice)."""
         copy = cls(dim, data.slice(0, 0))
+        copy._fixed = True
         sessions = np.array(data["session_id"].to_pylist(), dtype=object)
-        copy._snapshot = (data["text_id"].to_pylist(), sessions, _unit_rows(data, dim))
+        copy._snapshot = _Snapshot(data["text_id"].to_pylist(), sessions, _unit_rows(data, dim))
         return copy
 
     def __len__(self) -> int:
-        return len(self._snapshot[0])
+        return len(self._snapshot.ids)
 
     def upsert(self, data: pa.Table) -> None:
         """Insert or replace the rows of `data` (text_id, session_id, vector columns)."""
@@ -70,7 +98,7 @@ class RecentRows:
         ids = list(self._rows)
         sessions = np.array([self._rows[i][0] for i in ids], dtype=object)
         matrix = np.array([self._rows[i][1] for i in ids], dtype=np.float32).reshape(-1, self._dim)
-        self._snapshot = (ids, sessions, matrix)
+        self._snapshot = _Snapshot(ids, sessions, matrix)
 
     def search(
         self,
@@ -80,12 +108,16 @@ class RecentRows:
         only_sessions: Sequence[str] | None,
     ) -> list[VectorHit]:
         """The best `limit` rows by cosine similarity, with the index's session filters."""
-        ids, sessions, matrix = self._snapshot
+        snapshot = self._snapshot
+        ids, sessions, matrix = snapshot.ids, snapshot.sessions, snapshot.matrix
         if not ids or limit <= 0:
             return []
         query = vector / max(float(np.linalg.norm(vector)), 1e-12)
         if only_sessions is not None:  # a few sessions: score only their rows
-            rows = np.flatnonzero(np.isin(sessions, list(only_sessions)))
+            if self._fixed:
+                rows = snapshot.rows_in(only_sessions)
+            else:
+                rows = np.flatnonzero(np.isin(sessions, list(only_sessions)))
         else:
             rows = np.arange(len(ids))
         if exclude_session is not None:
