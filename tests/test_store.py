@@ -224,3 +224,24 @@ def test_words_held_by_very_many_turns_are_left_out_of_every_word_search(
     assert [i for i, _ in inside] == [i for i, _ in found]
     shares = store.word_shares("do I like the lighthouse?", [i for i, _ in found])
     assert list(shares.values()) == [1.0]  # the common word weighs nothing
+
+
+def test_a_word_turns_common_as_soon_as_enough_turns_hold_it_whoever_wrote_them(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "m.db", common_rows=5)  # the bound, scaled down to a test memory
+    sid = store.create_session("archived").session_id
+    store.add_turns(sid, [("user", f"I like day {n}", None, None) for n in range(5)])
+    assert len(store.search_turns_text("what do I like", 10)) == 5  # counted, and kept
+    store.add_turn(sid, "user", "I like day 5")  # written here: six turns hold it now
+    assert store.search_turns_text("what do I like", 10) == []
+    other = Store(tmp_path / "n.db", common_rows=5)
+    other_sid = other.create_session("archived").session_id
+    other.add_turns(other_sid, [("user", f"I enjoy day {n}", None, None) for n in range(5)])
+    assert len(other.search_turns_text("what do I enjoy", 10)) == 5
+    writer = Store(tmp_path / "n.db")  # another connection (another process, in real use)
+    writer.add_turn(other_sid, "user", "I enjoy day 5")
+    assert other.search_turns_text("what do I enjoy", 10) == []
+    writer.close()
+    other.close()
+    store.close()
