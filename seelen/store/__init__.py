@@ -20,14 +20,7 @@ from typing import Any
 from seelen.errors import StoreError
 from seelen.store.archive import Archiving
 from seelen.store.faults import explain, refuse_empty_file
-from seelen.store.queries import (
-    COMMON_ROWS,
-    Imports,
-    IndexBookkeeping,
-    Lookups,
-    TextSearch,
-    WordCounts,
-)
+from seelen.store.queries import COMMON_ROWS, Imports, IndexBookkeeping, Lookups, TextSearch
 from seelen.store.records import (
     ACTIVE,
     ARCHIVED,
@@ -81,7 +74,6 @@ class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
         self.read_only = read_only
         self.common_rows = common_rows  # see queries.COMMON_ROWS
         self._lock = threading.RLock()
-        self._word_counts = WordCounts()
         try:
             if read_only:
                 self._db = self._open_read_only()

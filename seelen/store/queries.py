@@ -140,7 +140,7 @@ class TextSearch:
     _query: Callable[..., list[Any]]
     _db: sqlite3.Connection
     _lock: threading.RLock
-    _word_counts: WordCounts
+    _word_counts: WordCounts | None = None  # made at the first count
     common_rows: int
 
     def _rows_holding(self, fts: str, column: str, terms: Sequence[str]) -> dict[str, int]:
@@ -150,6 +150,8 @@ class TextSearch:
         cap = self.common_rows + 1
         with self._lock:
             version = (self._db.total_changes, self._query("PRAGMA data_version")[0][0])
+            if self._word_counts is None:
+                self._word_counts = WordCounts()
             counts = self._word_counts.at(version)
             for t in terms:
                 if (fts, t) not in counts:
