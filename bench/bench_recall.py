@@ -107,9 +107,14 @@ HELD_ROWS = vector_index.HELD_ROWS
 
 
 def open_memory(
-    directory: Path, sessions: Sequence[BenchSession], dim: int, model_id: str
+    directory: Path,
+    sessions: Sequence[BenchSession],
+    dim: int,
+    model_id: str,
+    summaries: bool = True,
 ) -> Memory:
-    """A Store and VectorIndex in `directory` holding `sessions`, each archived with its summary."""
+    """A Store and VectorIndex in `directory` holding `sessions`, each archived with its
+    summary (`summaries=False`: without, as an imported history)."""
     started = time.perf_counter()
     store = Store(directory / "bench.db")
     index = VectorIndex(directory / "lancedb", model_id, dim, held_rows=HELD_ROWS)
@@ -121,8 +126,9 @@ def open_memory(
         for i, turn in enumerate(added):
             turn_ids[(s.key, i)] = turn.text_id
             rows.append(("turns", turn.text_id, sid, turn.ts_ms, turn.text))
-        summary = store.add_summary(sid, s.summary, s.turns[0].ts_ms, s.turns[-1].ts_ms)
-        rows.append(("summaries", summary.text_id, sid, summary.start_ms, summary.text))
+        if summaries:
+            summary = store.add_summary(sid, s.summary, s.turns[0].ts_ms, s.turns[-1].ts_ms)
+            rows.append(("summaries", summary.text_id, sid, summary.start_ms, summary.text))
         store.mark_archived(sid)
     current = store.create_session(start_ms=sessions[-1].turns[-1].ts_ms + 86_400_000).session_id
     return Memory(store, index, turn_ids, rows, current, time.perf_counter() - started)
@@ -264,7 +270,9 @@ def quality(args: argparse.Namespace, embedder: Embedder) -> None:
     print(f"\nDataset: {len(data.sessions)} sessions, {data.turn_count()} turns, ", end="")
     print(f"{len(data.queries)} questions ({counts})")
     with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
-        memory = open_memory(Path(tmp), data.sessions, embedder.dim, embedder.model_id)
+        memory = open_memory(
+            Path(tmp), data.sessions, embedder.dim, embedder.model_id, not args.no_summaries
+        )
         started = time.perf_counter()
         done = Indexer(memory.store, memory.index, embedder).index_all(
             lambda d, t: log(f"  indexed {d}/{t}") if d % 320 == 0 else None
@@ -334,12 +342,16 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
         "--best-sessions", type=int, help="sessions searched again after the direct searches"
     )
     parser.add_argument(
+        "--whole-sessions", type=int, help="sessions ranked as wholes and searched inside"
+    )
+    parser.add_argument(
         "--without",
         default="",
         help="ranking changes left out, comma-separated: shares (BM25 votes by word share), "
         "lift (questions about the assistant's words), zh-days (Chinese dates as days), "
         "near (neighbours of strong turns lifted), newer (a newer similar statement first), "
-        "inside (the other turns of the best sessions appended); "
+        "inside (the other turns of the best sessions appended), whole (the turns of the "
+        "sessions ranked best as wholes lifted); "
         "several variants separated by '/', each measured on the same index",
     )
 
@@ -360,12 +372,14 @@ def tune(recall: Recall, args: argparse.Namespace) -> None:
         recall.near_share = args.near_share
     if args.best_sessions is not None:
         recall.best_sessions = args.best_sessions
-    _TUNED[id(recall)] = (recall.near_share, recall.best_sessions)
+    if args.whole_sessions is not None:
+        recall.whole_sessions = args.whole_sessions
+    _TUNED[id(recall)] = (recall.near_share, recall.best_sessions, recall.whole_sessions)
 
 
-CHANGES = ("shares", "lift", "zh-days", "near", "newer", "inside")
+CHANGES = ("shares", "lift", "zh-days", "near", "newer", "inside", "whole")
 # Each recall's neighbour share and best sessions as tuned, put back by leave_out.
-_TUNED: dict[int, tuple[float, int]] = {}
+_TUNED: dict[int, tuple[float, int, int]] = {}
 _ASKS_ASSISTANT = recall_module.asks_assistant
 _ZH_DATE = when._ZH_DATE
 
@@ -385,9 +399,11 @@ def leave_out(recall: Recall, without: str) -> None:
     # Before: "5月2号" named the month alone.
     month = re.compile(r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月()")
     when._ZH_DATE = month if "zh-days" in names else _ZH_DATE
-    near, best = _TUNED.get(id(recall), (recall.near_share, recall.best_sessions))
+    tuned = (recall.near_share, recall.best_sessions, recall.whole_sessions)
+    near, best, whole = _TUNED.get(id(recall), tuned)
     recall.near_share = 0.0 if "near" in names else near
     recall.best_sessions = 0 if "inside" in names else best
+    recall.whole_sessions = 0 if "whole" in names else whole
     recall.supersede = "newer" not in names
 
 
@@ -560,10 +576,15 @@ def print_time_stage(memory: Memory, embedder: Embedder, data: Dataset, conv_num
 
 
 def fill_size(
-    data: Dataset, pool: dict[str, np.ndarray], directory: Path, dim: int, model_id: str
+    data: Dataset,
+    pool: dict[str, np.ndarray],
+    directory: Path,
+    dim: int,
+    model_id: str,
+    summaries: bool = True,
 ) -> Memory:
     """A store and index holding all of `data`, in the state the app keeps after a re-index."""
-    memory = open_memory(directory, data.sessions, dim, model_id)
+    memory = open_memory(directory, data.sessions, dim, model_id, summaries)
     started = time.perf_counter()
     insert_vectors(memory, pool)
     # As after a re-index: compact, build the ANN index, load it into memory.
@@ -590,7 +611,14 @@ def speed(args: argparse.Namespace, embedder: Embedder) -> None:
     print(f"{len(pool)} pooled vectors, {os.cpu_count()} cores")
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="seelen-bench-") as tmp:
-            memory = fill_size(scaled[size], pool, Path(tmp), embedder.dim, embedder.model_id)
+            memory = fill_size(
+                scaled[size],
+                pool,
+                Path(tmp),
+                embedder.dim,
+                embedder.model_id,
+                not args.no_summaries,
+            )
             clock = BenchClock(memory.store.get_session(memory.current).start_ms)
             # Chat's recall: its default budget and cap, passages included.
             for without in args.without.split("/"):
@@ -628,6 +656,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quality", action="store_true", help="recall@k and MRR per mode")
     parser.add_argument("--speed", action="store_true", help="latency at --sizes stored turns")
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated turn counts")
+    parser.add_argument(
+        "--no-summaries", action="store_true", help="sessions without summaries (an import)"
+    )
     parser.add_argument(
         "--conv-num", type=int, default=10, help="turns recalled (the k of recall@k)"
     )

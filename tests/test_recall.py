@@ -14,6 +14,7 @@ from seelen.memory.clock import Clock
 from seelen.memory.indexer import Indexer
 from seelen.memory.passages import HEADING_TOKENS, context_of, turn_tokens
 from seelen.memory.recall import RRF_K, Recall, RecalledItem
+from seelen.memory.whole import sessions_by_words
 from seelen.models.embed import LocalEmbedder
 from seelen.store import Store
 from seelen.vectors import VectorIndex
@@ -309,7 +310,7 @@ def test_the_best_sessions_other_turns_follow_the_ranking(memory: Memory) -> Non
         memory.session([f"Evan hiked the mountain trail by {place} on Sunday"])
     # Two candidates per search: the direct searches rank the other hikes above the reply.
     recall, current = memory.recall(candidates=2)
-    recall.best_sessions = 1
+    recall.best_sessions, recall.whole_sessions = 1, 0  # this second round alone
     question = "Where did Evan go hiking on the mountain trail?"
     turns = recall.search(question, current).turns
     ids = [t.text_id for t in turns]
@@ -335,3 +336,42 @@ def test_the_best_sessions_other_turns_follow_the_ranking(memory: Memory) -> Non
     assert searched == [[turns[0].session_id]]
     recall.best_sessions = 0
     assert view not in [t.text_id for t in recall.search(question, current, conv_num=4).turns]
+
+
+def test_the_sessions_best_as_wholes_lift_their_turns(memory: Memory) -> None:
+    said, _, answer = memory.session(
+        [
+            "Evan and I drove up to Glacier park for the hiking weekend",
+            "My sister called about her new job",
+            "The food was great.",  # indexed with the turn before it: the sister's job
+        ]
+    )
+    for place in ("river", "canyon", "forest", "coast"):
+        memory.session([f"Evan liked the long hike by the {place}", "Evan liked that weekend"])
+    # Three candidates per direct search: the other hikes rank above the reply, which shares
+    # no word with the question; inside its session it is one of three.
+    recall, current = memory.recall(candidates=3)
+    # No second round: only the whole-session route can find it, in the best session.
+    recall.best_sessions, recall.whole_sessions = 0, 1
+    question = "How did Evan like the hiking weekend at Glacier park?"
+    assert sessions_by_words(memory.store, question, 1, current) == [
+        memory.store.get_turns([said])[said].session_id
+    ]
+    turns = recall.search(question, current, conv_num=10).turns
+    found = {t.text_id: t for t in turns}
+    assert answer in found and found[answer].sources.keys() <= {"vector_in_whole", "near"}
+    recall.whole_sessions = 0
+    assert answer not in [t.text_id for t in recall.search(question, current, conv_num=10).turns]
+
+
+def test_a_summarised_session_is_left_to_its_summary(memory: Memory) -> None:
+    memory.session(["Evan drove up to Glacier park", "The food was great."], summary="A trip.")
+    (plain, _) = memory.session(["Glacier park is far from here", "It is."])
+    _, current = memory.recall()
+    ranked = sessions_by_words(memory.store, "Glacier park", 3, current)
+    assert ranked == [memory.store.get_turns([plain])[plain].session_id]
+    # A session added since is counted too (the store reads the turns added since), first:
+    # both of its turns hold the words.
+    (later, _) = memory.session(["Glacier park again", "Glacier park, always Glacier park"])
+    ranked = sessions_by_words(memory.store, "Glacier park", 3, current)
+    assert ranked == [memory.store.get_turns([t])[t].session_id for t in (later, plain)]

@@ -39,6 +39,8 @@ TIME_SEARCH_WEIGHT = 1.0
 LIST_WEIGHTS = {  # searched inside the sessions whose summaries matched, and inside a time
     "bm25_in_sessions": SESSION_WEIGHT,
     "vector_in_sessions": SESSION_WEIGHT,
+    "bm25_in_whole": SESSION_WEIGHT,  # the best sessions as wholes (whole.py), as summaries'
+    "vector_in_whole": SESSION_WEIGHT,
     "bm25_in_time": TIME_SEARCH_WEIGHT,
     "vector_in_time": TIME_SEARCH_WEIGHT,
 }

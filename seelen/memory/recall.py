@@ -8,7 +8,8 @@ answers; changes.py: for a question about the present, newer versions of a fact 
 the other turns of the best sessions after them (inside.py), as passages (each turn with the
 turns that make it understandable, passages.py) within a token budget (and at most `conv_num`
 turns, a safety bound). A matching summary only lifts its session's turns a little (a
-low-weight list searched inside its session); it never filters. A question that names a time
+low-weight list searched inside its session); it never filters. So do the sessions without a
+summary that hold the question's words best as wholes (whole.py). A question that names a time
 ("on March 4") is also searched inside that time's sessions. Turns come out in the order they
 were ranked, with the score they were ranked by. The current session is never recalled from
 the index (its turns are in the prompt already).
@@ -51,6 +52,7 @@ from seelen.memory.recalled import (
     turn_item,
 )
 from seelen.memory.when import TimeHint, in_time_first, parse_time
+from seelen.memory.whole import WHOLE_SESSIONS, sessions_by_words
 from seelen.models.embed import embed_query
 from seelen.store import Store, Summary, Turn
 
@@ -107,6 +109,7 @@ class Recall:
         self.near_share = NEAR_SHARE  # 0: neighbours gain nothing from a strong turn
         self.supersede = True  # a newer similar statement above an older one (changes.py)
         self.best_sessions = BEST_SESSIONS  # 0: no second round in the best sessions
+        self.whole_sessions = WHOLE_SESSIONS  # 0: sessions not ranked as wholes (whole.py)
         self.weights = {**LIST_WEIGHTS, **(weights or {})}
         self._pool: ThreadPoolExecutor | None = None
         self._told: set[str] = set()  # notices already given
@@ -175,6 +178,8 @@ class Recall:
         summaries = self._summaries(self._fuse(self._lists("s:", pending, notices)))
         summaries = in_time_first(summaries, hint)[: self.session_num]
         self._inside(pending, "in_sessions", query, vector, [s.session_id for s in summaries])
+        if whole := pending.pop("w:sessions", None):
+            self._inside(pending, "in_whole", query, vector, whole.result())
         self._inside(pending, "in_time", query, vector, self._sessions_in(hint, current_session))
         vectors: dict[str, np.ndarray] = {}
         lists = self._lists("t:", pending, notices, vectors)
@@ -183,7 +188,7 @@ class Recall:
         if asks_assistant(query):
             fused = replies_lifted(self.store, fused, self._depth(conv_num))
         if self.near_share:
-            fused = self._answers(fused)
+            fused = answers_lifted(self.store, fused, self.near_share)
         ranked = self._ranked(query, fused, conv_num, current_session, hint, vectors)
         turns, passages = self._turns(ranked, conv_num)
         if ran_out(ranked, turns, conv_num, self.conv_num):  # the budget outlasted it
@@ -208,6 +213,10 @@ class Recall:
             pending["t:bm25"] = self._run(
                 store.search_turns_text, query, n, exclude_session=current_session
             )
+            if w := self.whole_sessions:  # sessions ranked as wholes (whole.py)
+                pending["w:sessions"] = self._run(
+                    sessions_by_words, store, query, w, current_session
+                )
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         vector = self._embed(query, notices) if vectors else None
         if vector is not None and self.index is not None:
@@ -276,10 +285,6 @@ class Recall:
         """How much of the question each BM25 hit holds (`Store.word_shares`)."""
         found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
         return self.store.word_shares(query, found)
-
-    def _answers(self, fused: Fused) -> Fused:
-        """The ranking with the user's answers to matching questions lifted (lifts.py)."""
-        return answers_lifted(self.store, fused, self.near_share)
 
     def _depth(self, limit: int | None) -> int:
         """How many fused candidates are read: those listed, and at least twice the depth of

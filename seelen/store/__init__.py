@@ -39,6 +39,7 @@ from seelen.store.records import (
 )
 from seelen.store.schema import MIGRATIONS, index_text
 from seelen.store.transaction import Transaction
+from seelen.store.wholes import SessionWords
 
 __all__ = [
     "ACTIVE",
@@ -59,7 +60,7 @@ class OutdatedStore(StoreError):
     """A reader found a memory file that an older Seelen wrote: only a writer migrates it."""
 
 
-class Store(Lookups, TextSearch, IndexBookkeeping, Imports, Archiving):
+class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiving):
     """The SQLite memory store of one profile.
 
     `read_only=True` (a reader): the file is opened with `mode=ro`, so every write fails
