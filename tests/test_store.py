@@ -245,3 +245,29 @@ def test_a_word_turns_common_as_soon_as_enough_turns_hold_it_whoever_wrote_them(
     writer.close()
     other.close()
     store.close()
+
+
+def test_the_sessions_holding_a_word_are_counted_when_their_turns_interleave(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "m.db")
+    one = store.create_session("archived").session_id
+    two = store.create_session("archived").session_id
+    store.add_turn(one, "user", "the lighthouse at dawn")
+    store.add_turn(two, "user", "a lighthouse tour")  # the two sessions' rows interleave
+    store.add_turn(one, "user", "the lighthouse again")
+    store.add_turn(two, "user", "nothing of the sort")
+
+    def held() -> dict[str, int]:
+        names, words = store.session_words("a lighthouse?")
+        found, turns = words[0]
+        return {names[i]: int(n) for i, n in zip(found, turns, strict=True)}
+
+    assert held() == {one: 2, two: 1}
+    store.add_turn(two, "user", "the lighthouse keeper")  # read on the next question
+    third = store.create_session("archived").session_id
+    store.add_turns(
+        third, [("user", "lighthouse", None, None), ("assistant", "a lighthouse", None, None)]
+    )
+    assert held() == {one: 2, two: 2, third: 2}
+    store.close()
