@@ -101,8 +101,12 @@ class RowSessions:
         """The names and the array, after reading the rows added since the last call."""
         with self._lock:
             start = len(self.of_row)
+            # The first read scans the session index (covering); a later one reads the rows
+            # after `start` by row number (NOT INDEXED: by the session index it scanned every
+            # row again, 7 ms a question at 100k turns, 60-80 ms at 1M; by row number 0.05).
+            table = "conversation" if start <= 1 else "conversation NOT INDEXED"
             runs = query(
-                "SELECT session_id, min(seq), max(seq), count(*) FROM conversation "
+                f"SELECT session_id, min(seq), max(seq), count(*) FROM {table} "
                 "WHERE seq >= ? GROUP BY session_id",
                 (start,),
             )
