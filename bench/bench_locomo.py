@@ -235,7 +235,8 @@ def run_api(conv: Conversation, root: Path, options: argparse.Namespace) -> dict
 
 
 def run_cli(conv: Conversation, root: Path, options: argparse.Namespace) -> dict[str, list]:
-    """The same through the installed commands: `seelen import`, then one batch search."""
+    """The same through the installed commands: `seelen import --wait`, then one batch
+    search."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SEELEN_", "OPENAI_"))},
         "SEELEN_DATA_DIR": str(root),
@@ -253,7 +254,10 @@ def run_cli(conv: Conversation, root: Path, options: argparse.Namespace) -> dict
         env["TZ"] = "UTC"
     path = root / f"{conv.name}.json"
     path.write_text(conv.export, "utf-8")
-    subprocess.run([*command, "import", str(path)], env=env, check=True, capture_output=True)
+    # --wait: until every text has its vector (by default `import` returns once keyword search
+    # finds everything, and a search right after it would be by keywords alone).
+    wait = [*command, "import", "--wait", str(path)]
+    subprocess.run(wait, env=env, check=True, capture_output=True)
     lines = "".join(q.text + "\n" for q in conv.questions)
     args = ["memory", "search", "--batch", "--json", "--limit", str(options.limit)]
     done = subprocess.run(

@@ -134,6 +134,20 @@ def test_the_idle_timeout_ends_the_owner(owner_env: ModelServer) -> None:
     )
 
 
+def test_an_owner_whose_profile_folder_is_removed_ends(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    result = run_seelen("ask", "quick one")
+    assert result.returncode == 0, result.stderr
+    status = _status()
+    shutil.rmtree(data_dir / "default")  # e.g. a temporary data dir, cleaned up
+    # No client can reach it any more (its socket is gone), and it would hold the profile.
+    assert wait_gone(status.pid, seconds=20)
+    result = run_seelen("ask", "a new memory")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answer to a new memory\n"
+
+
 def test_a_stale_socket_file_does_not_stop_a_client(owner_env: ModelServer, data_dir: Path) -> None:
     profile = data_dir / "default"
     profile.mkdir(parents=True)

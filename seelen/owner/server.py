@@ -117,7 +117,7 @@ class OwnerServer:
             os.umask(old_umask)
         os.chmod(path, 0o600)
         mine = path.stat().st_ino
-        watcher = asyncio.create_task(self._watch_idle())
+        watcher = asyncio.create_task(self._watch_idle(path, mine))
         try:
             await self._stopping.wait()
         finally:
@@ -145,10 +145,13 @@ class OwnerServer:
         """End `serve` once every accepted request is answered."""
         self._stopping.set()
 
-    async def _watch_idle(self) -> None:
+    async def _watch_idle(self, path: Path, mine: int) -> None:
         while self.idle_seconds is not None:
             await asyncio.sleep(min(IDLE_CHECK_SECONDS, self.idle_seconds))
             idle = time.monotonic() - self._last_activity
+            if not _is_mine(path, mine):  # the socket (or its folder) was removed: no client
+                self.stop()  # can reach this owner any more, and it would hold the profile
+                return
             if self._clients:
                 continue
             if (service := self._service) is None:  # resting: nothing loaded, nothing to do
@@ -328,6 +331,14 @@ def _internal(exc: Exception) -> str:
     """A bug, told in one line to the client; the traceback goes to the owner's log."""
     traceback.print_exception(exc, file=sys.stderr)
     return f"internal error in the background Seelen: {type(exc).__name__}: {exc}"
+
+
+def _is_mine(path: Path, inode: int) -> bool:
+    """Whether our socket file is still where clients look for it."""
+    try:
+        return path.stat().st_ino == inode
+    except OSError:
+        return False
 
 
 def _unlink_if_mine(path: Path, inode: int) -> None:
