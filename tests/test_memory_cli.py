@@ -143,12 +143,14 @@ def test_search_lists_turns_in_ranked_order_before_summaries(env: ModelServer) -
         turns=[
             item("turn", "I am allergic to peanuts", 0.03, 1),
             item("turn", "peanut butter", 0.01, 2),
+            item("turn", "a satay sauce", 0.005, 9),  # lower, in chat's prompt as well
         ],
     )
     out = io.StringIO()
-    render_hits(Console(file=out, width=200), result)
+    render_hits(Console(file=out, width=200), result, 2)  # `memory search --limit 2`
     text = out.getvalue()
     assert text.index("allergic") < text.index("peanut butter") < text.index("about food")
+    assert "satay" not in text and "2 turns" in text
 
 
 def test_doctor_shows_indexing_under_way_as_such_and_no_exception_names(

@@ -77,12 +77,12 @@ HIT_LINES = 3
 HIT_META_WIDTH = 34
 
 
-def render_hits(console: Console, result: SearchResult) -> None:
-    """A table of the ranked turns in the order they were ranked (with the score they were
-    ranked by), then the matching sessions' summaries; each hit's date, session and id
-    stacked in one column, its text cut to `HIT_LINES` lines, so that it reads at 80
-    columns."""
-    ranked = [i for i in result.turns if i.rank is not None]
+def render_hits(console: Console, result: SearchResult, limit: int) -> None:
+    """A table of the first `limit` ranked turns in the order they were ranked (with the
+    score they were ranked by; a result also lists lower ones that chat's prompt holds),
+    then the matching sessions' summaries; each hit's date, session and id stacked in one
+    column, its text cut to `HIT_LINES` lines, so that it reads at 80 columns."""
+    ranked = [i for i in result.turns if i.rank is not None and i.rank <= limit]
     if not result.summaries and not ranked:
         console.print("[dim]Nothing found.[/dim]")
         return

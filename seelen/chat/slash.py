@@ -125,7 +125,7 @@ async def _memory(repl: Repl, arg: str) -> bool:
 
     await asyncio.to_thread(repl.app.index_pending)  # the newest turns are found too
     result = await asyncio.to_thread(repl.service.search, Search(query=arg, limit=10))
-    render_hits(repl.console, result)
+    render_hits(repl.console, result, 10)
     return True
 
 

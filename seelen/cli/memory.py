@@ -109,8 +109,9 @@ def memory_search(
         from seelen.chat.render import render_hits
         from seelen.protocol.calls import Search
 
+        shown = limit or 10
         render_hits(
-            console, service.search(Search(query=query or "", limit=limit or 10, mode=mode))
+            console, service.search(Search(query=query or "", limit=shown, mode=mode)), shown
         )
 
     with memory_only(settings) as application:
