@@ -54,7 +54,7 @@ from seelen.memory.recalled import (
 from seelen.memory.when import TimeHint, in_time_first, parse_time
 from seelen.memory.whole import WHOLE_SESSIONS, sessions_by_words
 from seelen.models.embed import embed_query
-from seelen.store import Store, Summary, Turn
+from seelen.store import Store, Turn
 
 if TYPE_CHECKING:
     import numpy as np
@@ -188,7 +188,7 @@ class Recall:
         if asks_assistant(query):
             fused = replies_lifted(self.store, fused, self._depth(conv_num))
         if self.near_share:
-            fused = answers_lifted(self.store, fused, self.near_share)
+            fused = self._answers(fused)
         ranked = self._ranked(query, fused, conv_num, current_session, hint, vectors)
         turns, passages = self._turns(ranked, conv_num)
         if ran_out(ranked, turns, conv_num, self.conv_num):  # the budget outlasted it
@@ -286,6 +286,10 @@ class Recall:
         found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
         return self.store.word_shares(query, found)
 
+    def _answers(self, fused: Fused) -> Fused:
+        """The ranking with the user's answers to matching questions lifted (lifts.py)."""
+        return answers_lifted(self.store, fused, self.near_share)
+
     def _depth(self, limit: int | None) -> int:
         """How many fused candidates are read: those listed, and at least twice the depth of
         one ranker (the passages are filled from them)."""
@@ -326,13 +330,8 @@ class Recall:
         return self.index is not None and self.embedder is not None and warm
 
     def _summaries(self, fused: Fused) -> list[RecalledItem]:
-        found = self.store.get_summaries(i for i, _, _ in fused)
-        out = []
-        for text_id, score, ranks in fused:
-            s: Summary | None = found.get(text_id)
-            if s is not None:  # a vector whose text was deleted is simply skipped
-                out.append(summary_item(s, score, ranks))
-        return out
+        found = self.store.get_summaries(i for i, _, _ in fused)  # a deleted text: skipped
+        return [summary_item(found[i], score, ranks) for i, score, ranks in fused if i in found]
 
     def _more(
         self,
