@@ -59,6 +59,29 @@ def indexed(tmp_path: Path) -> tuple[Store, VectorIndex, Indexer]:
     return store, index, indexer
 
 
+def test_a_long_pass_frees_the_model_before_the_index_upkeep_at_its_end(tmp_path: Path) -> None:
+    store = Store(tmp_path / "chat_sessions.db")
+    index = VectorIndex(tmp_path / "lancedb", HashEmbedder.model_id, HashEmbedder.dim)
+
+    class Recording(HashEmbedder):
+        """Notes, at each release, how many bulk passes of the index were still open."""
+
+        def __init__(self) -> None:
+            self.open_passes: list[int] = []
+
+        def release(self) -> None:
+            self.open_passes.append(index._bulk)
+
+    embedder = Recording()
+    fill(store, sessions=4, turns=10)  # 44 texts: more than a batch of 20, one bulk pass
+    Indexer(store, index, embedder, batch=20).index_all()
+    assert embedder.open_passes == [1]  # released inside the pass, before its upkeep
+    assert_one_vector_per_text(store, index)
+    Indexer(store, index, embedder, batch=20).rebuild()
+    assert len(embedder.open_passes) == 2
+    assert_one_vector_per_text(store, index)
+
+
 # -- kills during a re-index: real processes, SIGKILL ------------------------------------
 
 REBUILD = """

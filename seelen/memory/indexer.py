@@ -211,7 +211,12 @@ class Indexer:
         if total <= self.batch:
             return self._index_batches(total, progress)
         with self.index.bulk():  # many texts: the index's upkeep once, at the end
-            return self._index_batches(total, progress)
+            done = self._index_batches(total, progress)
+            # The model's ~90 MiB go before the upkeep at the pass's end (the IVF build) peaks:
+            # importing 21,015 texts peaked at 436 instead of 509 MiB, a re-index at 441 instead
+            # of 522 (bench_scale.py, load 1.2-2.3); the next text loads it again (0.23 s).
+            self.embedder.release()
+        return done
 
     def _index_batches(self, total: int, progress: Progress | None) -> int:
         done = 0
@@ -275,6 +280,7 @@ class Indexer:
         embedded: list[str] = []
         with staged.bulk():  # its upkeep once, at the end
             done = self._rebuild_into(staged, progress, total, embedded)
+            self.embedder.release()  # before the upkeep's peak, as in `_index_pending`
         self._doing = None
         if self._stop.is_set():
             return done  # the staged folder is removed by the next `recover`
