@@ -59,7 +59,7 @@ def sessions_by_words(store: Store, query: str, n: int, exclude_session: str | N
     first = [i for i in top if names[i] not in summarised][: n * SIZED]
     if not first:
         return []
-    sizes, mean = store.session_sizes([names[i] for i in first])
+    sizes, mean = store.session_sizes([names[i] for i in first], count)
     lengths = np.ones(len(names))  # only the first's scores are read
     for i in first:
         lengths[i] = sizes.get(names[i], mean) / max(mean, 1.0)

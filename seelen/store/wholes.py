@@ -49,19 +49,17 @@ class SessionWords:
             words.append(np.unique(found[found >= 0], return_counts=True))
         return names, words
 
-    def session_sizes(self, sessions: Sequence[str]) -> tuple[dict[str, int], float]:
+    def session_sizes(self, sessions: Sequence[str], count: int) -> tuple[dict[str, int], float]:
         """The rows of each of `sessions` (tool traffic too: counted from the session index
-        alone) and the mean rows of a session over the whole memory (rows ever stored stand
-        in for the rows: a count would scan every one)."""
+        alone) and the mean rows of a session over the whole memory of `count` sessions (rows
+        ever stored stand in for the rows: a count would scan every one)."""
         marks = ",".join("?" * len(sessions))
         rows = self._query(
             f"SELECT session_id, count(*) FROM conversation WHERE session_id IN ({marks}) "
             "GROUP BY session_id",
             list(sessions),
         )
-        stored, count = self._query(
-            "SELECT (SELECT coalesce(max(seq), 0) FROM conversation), count(*) FROM session"
-        )[0]
+        stored = self._query("SELECT coalesce(max(seq), 0) FROM conversation")[0][0]
         return {r[0]: r[1] for r in rows}, stored / max(count, 1)
 
     def summarised(self, sessions: Sequence[str]) -> set[str]:
