@@ -205,12 +205,19 @@ def test_an_old_fold_count_becomes_the_seq_it_reached(tmp_path: Path) -> None:
     ]
 
 
+def _days(path: Path, verb: str, days: int) -> tuple[Store, str]:
+    """A memory whose common-word bound is scaled down to 5 turns, holding one archived
+    session of `days` turns "I <verb> day <n>"."""
+    store = Store(path, common_rows=5)
+    sid = store.create_session("archived").session_id
+    store.add_turns(sid, [("user", f"I {verb} day {n}", None, None) for n in range(days)])
+    return store, sid
+
+
 def test_words_held_by_very_many_turns_are_left_out_of_every_word_search(
     tmp_path: Path,
 ) -> None:
-    store = Store(tmp_path / "m.db", common_rows=5)  # the bound, scaled down to a test memory
-    sid = store.create_session("archived").session_id
-    store.add_turns(sid, [("user", f"I like day {n}", None, None) for n in range(8)])
+    store, sid = _days(tmp_path / "m.db", "like", 8)
     store.add_turn(sid, "user", "I like the lighthouse at Kullaberg")
     found = store.search_turns_text("do I like the lighthouse?", 10)
     # "like" is in 9 turns, over the bound: only "lighthouse" searches, and finds one.
@@ -229,15 +236,11 @@ def test_words_held_by_very_many_turns_are_left_out_of_every_word_search(
 def test_a_word_turns_common_as_soon_as_enough_turns_hold_it_whoever_wrote_them(
     tmp_path: Path,
 ) -> None:
-    store = Store(tmp_path / "m.db", common_rows=5)  # the bound, scaled down to a test memory
-    sid = store.create_session("archived").session_id
-    store.add_turns(sid, [("user", f"I like day {n}", None, None) for n in range(5)])
+    store, sid = _days(tmp_path / "m.db", "like", 5)
     assert len(store.search_turns_text("what do I like", 10)) == 5  # counted, and kept
     store.add_turn(sid, "user", "I like day 5")  # written here: six turns hold it now
     assert store.search_turns_text("what do I like", 10) == []
-    other = Store(tmp_path / "n.db", common_rows=5)
-    other_sid = other.create_session("archived").session_id
-    other.add_turns(other_sid, [("user", f"I enjoy day {n}", None, None) for n in range(5)])
+    other, other_sid = _days(tmp_path / "n.db", "enjoy", 5)
     assert len(other.search_turns_text("what do I enjoy", 10)) == 5
     writer = Store(tmp_path / "n.db")  # another connection (another process, in real use)
     writer.add_turn(other_sid, "user", "I enjoy day 5")
