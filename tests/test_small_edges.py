@@ -4,8 +4,10 @@ which ranker found a hit."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from helpers import open_store, run_cli
 from model_server import ModelServer
 from rich.console import Console
@@ -173,3 +175,12 @@ def test_listings_read_well_at_80_columns(env: ModelServer, data_dir: Path) -> N
     assert run_cli("persona", "edit", env={"EDITOR": "sed -i s/warm/cold/"}).returncode == 0
     versions = run_cli("persona", "history").stdout.splitlines()
     assert len(versions) == 1 and len(versions[0]) <= 80 and versions[0].endswith("…")
+
+
+def test_a_recalled_items_copy_changes_only_what_it_names() -> None:
+    original = item("turn", {"bm25": 2})
+    copy = original.but(rank=3, in_prompt=True)
+    assert copy == replace(original, rank=3, in_prompt=True)
+    assert (original.rank, original.in_prompt) == (0, False)  # the original is untouched
+    with pytest.raises(TypeError, match="rnak"):
+        original.but(rnak=3)

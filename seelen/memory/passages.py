@@ -12,7 +12,7 @@ its turn alone, or to shorter ones below it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -113,7 +113,7 @@ class PassageFill:
             return
         before, after = self.neighbours.get(hit.text_id, (None, None))
         context = [
-            replace(c, text=clip(c.text, CONTEXT_CLIP_TOKENS), context_for=hit.text_id)
+            c.but(text=clip(c.text, CONTEXT_CLIP_TOKENS), context_for=hit.text_id)
             for c in context_of(hit, before, after, self.rule)
             if shown is None or c.text_id not in shown.turns
         ]
@@ -128,7 +128,7 @@ class PassageFill:
                 return
 
     def _passage(self, session_id: str, shown: _Shown) -> Passage:
-        turns = tuple(replace(t, in_prompt=True) for t in sorted(shown.turns.values(), key=_order))
+        turns = tuple(t.but(in_prompt=True) for t in sorted(shown.turns.values(), key=_order))
         gaps = tuple(
             i > 0 and not self._adjacent(turns[i - 1], turns[i]) for i in range(len(turns))
         )
@@ -158,7 +158,7 @@ def passages_for(
         if text_id is None:
             return None
         if text_id in known:
-            return replace(known[text_id], score=0.0, sources={}, rank=0)
+            return known[text_id].but(score=0.0, sources={}, rank=0)
         return turn_item(turns[text_id], 0.0, {}) if text_id in turns else None
 
     neighbours = {tid: (item(b), item(a)) for tid, (b, a) in around.items()}

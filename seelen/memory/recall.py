@@ -24,7 +24,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from seelen.errors import SeelenError
@@ -386,10 +385,10 @@ class Recall:
         """The ranked turns and the passages chat shows. Without `limit`, the turns are the
         recalled ones the passages hold (what chat asks for); with it, the first `limit`, each
         marked `in_prompt` when a passage holds it."""
-        items = [replace(i, rank=r) for r, i in enumerate(items, 1)]
+        items = [i.but(rank=r) for r, i in enumerate(items, 1)]
         passages = self._passages(items)
         shown = {t.text_id for p in passages for t in p.turns}
-        marked = [replace(i, in_prompt=i.text_id in shown) for i in items]
+        marked = [i.but(in_prompt=i.text_id in shown) for i in items]
         shown_turns = marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]
         return shown_turns, passages
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from seelen.store import Summary, Turn
@@ -27,6 +27,17 @@ class RecalledItem:
     rank: int = 0  # a turn's place in the ranking (1 = best); 0 when only context
     # A turn shown only because it makes a recalled turn understandable: that turn's id.
     context_for: str = ""
+
+    def but(self, **changes: Any) -> RecalledItem:
+        """A copy with `changes` (field name to value), as `dataclasses.replace` makes it but
+        without running `__init__` again: ten times cheaper (0.5 against 4.9 µs), and a recall
+        makes about 250 copies a question (ranks, `in_prompt`, context turns)."""
+        unknown = changes.keys() - self.__dataclass_fields__.keys()
+        if unknown:
+            raise TypeError(f"RecalledItem has no field {sorted(unknown)[0]!r}")
+        copy = object.__new__(RecalledItem)
+        copy.__dict__.update(self.__dict__, **changes)
+        return copy
 
 
 @dataclass(frozen=True)
