@@ -1,0 +1,203 @@
+"""`GraphKeeper`: which HNSW sidecar (`graph.py`) a search may use, and its upkeep by the writer.
+
+The writer keeps a kind's sidecar current through every change of the main table: rows moved
+in are added to the graph (load, add, save: at 100k rows ~1-2 s for 5,000 rows, against ~16 s
+for a whole build), deleted rows are flagged in the rows file only (the graph file is kept),
+and a whole build happens when there is no current sidecar to start from (after a bulk pass,
+a re-index, `rebuild_indices`, or another writer's change), or when flagged rows pass
+DEAD_SHARE. A delete with no current sidecar leaves it stale: the next move rebuilds it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from seelen.heap import give_back
+from seelen.vectors import graph as gr
+from seelen.vectors.records import VectorHit
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from lancedb.table import LanceTable
+    from usearch.index import Index
+
+log = logging.getLogger(__name__)
+
+
+class GraphKeeper:
+    """The sidecars of one index folder: the current one of each kind for searches (cached
+    per table version), and their upkeep after each write of a main table."""
+
+    def __init__(self, folder: Path, dim: int, graph_rows: int | None) -> None:
+        self.folder = folder
+        self.dim = dim
+        # Main tables above this many rows get a sidecar; None: none is used or kept (the
+        # tables' own search, e.g. to compare with).
+        self.graph_rows = graph_rows
+        self._seen: dict[str, tuple[int, gr.Graph | None]] = {}
+        self._lock = threading.Lock()
+
+    def current(self, kind: str, version: int) -> gr.Graph | None:
+        """The sidecar of `kind` matching table version `version`, or None (search LanceDB).
+        Opened once per version; a miss is remembered for that version too."""
+        if self.graph_rows is None:
+            return None
+        seen = self._seen.get(kind)
+        if seen is not None and seen[0] == version:
+            return seen[1]
+        with self._lock:
+            graph = gr.Graph.open(self.folder, kind, self.dim)
+            if graph is not None and graph.version != version:
+                graph = None
+            self._seen[kind] = (version, graph)
+        return graph
+
+    def search(
+        self,
+        kind: str,
+        version: int,
+        query: np.ndarray,
+        limit: int,
+        exclude_session: str | None,
+        only_sessions: Sequence[str] | None,
+    ) -> list[VectorHit] | None:
+        """`VectorIndex.search` of table version `version` through its sidecar; None when
+        there is no current one or it fails to answer (search LanceDB instead)."""
+        if (graph := self.current(kind, version)) is None:
+            return None
+        try:
+            if only_sessions is not None:
+                return graph.search_inside(query, limit, only_sessions, exclude_session)
+            return graph.search(query, limit, exclude_session)
+        except (OSError, RuntimeError, ValueError):  # a damaged file: LanceDB answers
+            return None
+
+    def changed(
+        self,
+        kind: str,
+        main: LanceTable,
+        before: int,
+        *,
+        added: pa.Table | None = None,
+        removed_ids: Collection[str] = (),
+        removed_session: str | None = None,
+        build: bool = False,
+        rebuild: bool = False,
+    ) -> None:
+        """Bring `kind`'s sidecar to `main`'s version after the writer changed the table from
+        version `before` by adding `added` and deleting `removed_ids` / `removed_session`;
+        with no current sidecar to change, one is built for a move (`added`) or when asked
+        (`build`), else left stale; `rebuild` builds one anew in any case. Failures leave
+        the sidecar stale (searches then use LanceDB), never fail the write."""
+        version = int(main.version)
+        if self.graph_rows is None or (version == before and not rebuild):
+            return
+        graph = self.current(kind, before)
+        try:
+            rows = int(main.count_rows())
+            if rows <= self.graph_rows:
+                if graph is not None or gr.rows_file(self.folder, kind).exists():
+                    self._drop(kind)
+                return
+            if graph is not None and not rebuild and (added is None or not self._worn(graph)):
+                fresh = self._update(kind, graph, version, added, removed_ids, removed_session)
+            elif added is not None or build or rebuild:
+                fresh = self._build(kind, main, version)
+            else:  # a delete with no current sidecar: left stale until the next move
+                return
+        except Exception:  # disk full, a damaged file, a library's error: no sidecar
+            log.warning("vector index: the %s graph is left stale", kind, exc_info=True)
+            self._seen.pop(kind, None)
+            return
+        self._seen[kind] = (version, fresh)
+
+    def _worn(self, graph: gr.Graph) -> bool:
+        return graph.dead > gr.DEAD_SHARE * len(graph)
+
+    def _drop(self, kind: str) -> None:
+        gr.rows_file(self.folder, kind).unlink(missing_ok=True)
+        gr.remove_stale(self.folder, kind, keep=None)
+        self._seen.pop(kind, None)
+
+    def _build(self, kind: str, main: LanceTable, version: int) -> gr.Graph | None:
+        """A whole new sidecar from every row of `main`, read in batches."""
+        import pyarrow as pa
+
+        index = gr.new_graph(self.dim)
+        ids: list[pa.Array] = []
+        sessions: list[pa.Array] = []
+        query = main.search().select(["text_id", "session_id", "vector"]).limit(None)
+        for batch in query.to_batches(gr.BATCH_ROWS):
+            if not batch.num_rows:
+                continue
+            start = sum(len(a) for a in ids)
+            index.add(np.arange(start, start + batch.num_rows), gr.vectors_of(batch, self.dim))
+            ids.append(batch["text_id"])
+            sessions.append(batch["session_id"])
+        all_ids = pa.concat_arrays(ids) if ids else pa.array([], pa.string())
+        all_sessions = pa.concat_arrays(sessions) if sessions else pa.array([], pa.string())
+        alive = np.ones(len(all_ids), dtype=bool)
+        return self._publish(kind, index, all_ids, all_sessions, alive, version)
+
+    def _update(
+        self,
+        kind: str,
+        graph: gr.Graph,
+        version: int,
+        added: pa.Table | None,
+        removed_ids: Collection[str],
+        removed_session: str | None,
+    ) -> gr.Graph | None:
+        """The next version of `graph`: removed rows flagged; added rows (a move) put in
+        the graph, which is then loaded, changed and saved whole."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        gone = set(removed_ids) | set(added["text_id"].to_pylist() if added is not None else [])
+        alive = graph.alive.copy()
+        if gone:
+            alive &= ~pc.is_in(graph.ids, value_set=pa.array(list(gone), pa.string())).to_numpy(
+                zero_copy_only=False
+            )
+        if removed_session is not None:
+            alive &= ~pc.equal(graph.sessions, removed_session).to_numpy(zero_copy_only=False)
+        if added is None:  # a delete: the same graph file, its rows flagged
+            meta = graph.meta | {"version": version}
+            gr.write_rows(self.folder, kind, graph.ids, graph.sessions, alive, meta)
+            return gr.Graph.open(self.folder, kind, self.dim)
+        from usearch.index import Index
+
+        index = Index.restore(str(self.folder / graph.graph_name), view=False)
+        if index is None:
+            raise ValueError("unreadable graph file")
+        index.remove(np.flatnonzero(~alive))  # keys removed before are skipped
+        start = len(alive)
+        index.add(np.arange(start, start + added.num_rows), gr.vectors_of(added, self.dim))
+        ids = pa.concat_arrays([graph.ids, added["text_id"].combine_chunks()])
+        sessions = pa.concat_arrays([graph.sessions, added["session_id"].combine_chunks()])
+        alive = np.concatenate([alive, np.ones(added.num_rows, dtype=bool)])
+        return self._publish(kind, index, ids, sessions, alive, version)
+
+    def _publish(
+        self,
+        kind: str,
+        index: Index,
+        ids: pa.Array,
+        sessions: pa.Array,
+        alive: np.ndarray,
+        version: int,
+    ) -> gr.Graph | None:
+        """Save `index` and its rows as the sidecar of `version`, then open it mapped."""
+        name, size = gr.save_graph(self.folder, kind, index)
+        meta = {"version": version, "graph": name, "bytes": size, "keys": len(index)}
+        del index
+        give_back()  # the graph as built or loaded: the mapped file serves searches
+        gr.write_rows(self.folder, kind, ids, sessions, alive, meta)
+        gr.remove_stale(self.folder, kind, keep=name)
+        return gr.Graph.open(self.folder, kind, self.dim)
