@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from seelen.vectors import VectorIndex, VectorRow
-from seelen.vectors.graph import rows_file
+from seelen.vectors.graph_files import rows_file
 
 DIM = 16
 SESSIONS = 7
@@ -190,3 +190,30 @@ def test_a_table_shrunk_below_the_threshold_drops_its_graph(tmp_path: Path) -> N
         index.delete("turns", session_id=f"s{session}")
     assert graph_files(path) == []
     assert index.search("turns", vectors(200)[6], 1)[0].text_id == "t6"
+
+
+def test_rows_with_equal_vectors_share_a_node(tmp_path: Path) -> None:
+    """The same vector stored many times (a text said again) is one node of the graph, and
+    each of its rows is still found, filtered and forgotten on its own."""
+    path = tmp_path / "lancedb"
+    index = writer(path)
+    distinct = vectors(60)
+    matrix = np.concatenate([distinct] * 5)  # each vector five times, in different sessions
+    fill(index, matrix)
+    graph = index._graphs.current("turns", index._tables["turns"].version)
+    assert graph is not None and len(graph) == 300 and len(graph.index) == 60
+    copies = [f"t{i}" for i in range(4, 300, 60)]
+    assert {h.text_id for h in index.search("turns", distinct[4], 5)} == set(copies)
+    hits = index.search("turns", distinct[4], 4, exclude_session="s4")
+    assert "t4" not in {h.text_id for h in hits} and {h.score for h in hits[:3]} == {hits[0].score}
+    index.delete("turns", text_ids=copies)
+    fill(index, vectors(50, seed=3), prefix="n")  # a move: nodes without live rows go
+    graph = index._graphs.current("turns", index._tables["turns"].version)
+    assert graph is not None and len(graph.index) == 60 - 1 + 50
+    assert index._graphs.answered > 0
+    for query in (distinct[4], distinct[5], vectors(1, 11)[0]):
+        for options in ({}, {"exclude_session": "s3"}, {"only_sessions": ["s4", "ns2"]}):
+            mine = index.search("turns", query, 12, **options)  # type: ignore[arg-type]
+            same(mine, by_lancedb(path).search("turns", query, 12, **options))  # type: ignore[arg-type]
+    index.add("turns", [VectorRow("again", "s0", 0, distinct[4])])
+    assert "again" in {h.text_id for h in index.search("turns", distinct[4], 3)}

@@ -20,6 +20,7 @@ import numpy as np
 
 from seelen.heap import give_back
 from seelen.vectors import graph as gr
+from seelen.vectors import graph_files as gf
 from seelen.vectors.records import VectorHit
 
 if TYPE_CHECKING:
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
     from usearch.index import Index
 
 log = logging.getLogger(__name__)
+
+BATCH_ROWS = 20_000  # rows read from LanceDB and added at a time: 30 MB of float32 at 384 d
+# Removed rows are only flagged in the rows file (the graph file stays as it is); above this
+# share of the rows, the next move of rows into the table builds the graph anew without them.
+DEAD_SHARE = 0.2
 
 
 class GraphKeeper:
@@ -106,7 +112,7 @@ class GraphKeeper:
         try:
             rows = int(main.count_rows())
             if rows <= self.graph_rows:
-                if graph is not None or gr.rows_file(self.folder, kind).exists():
+                if graph is not None or gf.rows_file(self.folder, kind).exists():
                     self._drop(kind)
                 return
             if graph is not None and not rebuild and (added is None or not self._worn(graph)):
@@ -122,32 +128,30 @@ class GraphKeeper:
         self._seen[kind] = (version, fresh)
 
     def _worn(self, graph: gr.Graph) -> bool:
-        return graph.dead > gr.DEAD_SHARE * len(graph)
+        return graph.dead > DEAD_SHARE * len(graph)
 
     def _drop(self, kind: str) -> None:
-        gr.rows_file(self.folder, kind).unlink(missing_ok=True)
-        gr.remove_stale(self.folder, kind, keep=None)
+        gf.rows_file(self.folder, kind).unlink(missing_ok=True)
+        gf.remove_stale(self.folder, kind, keep=None)
         self._seen.pop(kind, None)
 
     def _build(self, kind: str, main: LanceTable, version: int) -> gr.Graph | None:
         """A whole new sidecar from every row of `main`, read in batches."""
         import pyarrow as pa
 
-        index = gr.new_graph(self.dim)
-        ids: list[pa.Array] = []
-        sessions: list[pa.Array] = []
+        index = gf.new_graph(self.dim)
+        nodes = _Nodes({}, 0)
+        parts: list[gf.Rows] = []
         query = main.search().select(["text_id", "session_id", "vector"]).limit(None)
-        for batch in query.to_batches(gr.BATCH_ROWS):
-            if not batch.num_rows:
-                continue
-            start = sum(len(a) for a in ids)
-            index.add(np.arange(start, start + batch.num_rows), gr.vectors_of(batch, self.dim))
-            ids.append(batch["text_id"])
-            sessions.append(batch["session_id"])
-        all_ids = pa.concat_arrays(ids) if ids else pa.array([], pa.string())
-        all_sessions = pa.concat_arrays(sessions) if sessions else pa.array([], pa.string())
-        alive = np.ones(len(all_ids), dtype=bool)
-        return self._publish(kind, index, all_ids, all_sessions, alive, version)
+        for batch in query.to_batches(BATCH_ROWS):
+            if batch.num_rows:
+                parts.append(nodes.add(index, batch, self.dim))
+        if not parts:
+            empty = pa.array([], pa.string())
+            parts.append(
+                gf.Rows(empty, empty, *(np.array([], t) for t in (bool, np.int64, np.int64)))
+            )
+        return self._publish(kind, index, _joined(parts), version)
 
     def _update(
         self,
@@ -163,45 +167,78 @@ class GraphKeeper:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        rows = graph.rows
         gone = set(removed_ids) | set(added["text_id"].to_pylist() if added is not None else [])
-        alive = graph.alive.copy()
+        alive = rows.alive.copy()
         if gone:
-            alive &= ~pc.is_in(graph.ids, value_set=pa.array(list(gone), pa.string())).to_numpy(
-                zero_copy_only=False
-            )
+            found = pc.is_in(rows.ids, value_set=pa.array(list(gone), pa.string()))
+            alive &= ~found.to_numpy(zero_copy_only=False)
         if removed_session is not None:
-            alive &= ~pc.equal(graph.sessions, removed_session).to_numpy(zero_copy_only=False)
+            alive &= ~pc.equal(rows.sessions, removed_session).to_numpy(zero_copy_only=False)
+        kept = gf.Rows(rows.ids, rows.sessions, alive, rows.node_of, rows.digest)
         if added is None:  # a delete: the same graph file, its rows flagged
-            meta = graph.meta | {"version": version}
-            gr.write_rows(self.folder, kind, graph.ids, graph.sessions, alive, meta)
+            gf.write_rows(self.folder, kind, kept, graph.meta | {"version": version})
             return gr.Graph.open(self.folder, kind, self.dim)
         from usearch.index import Index
 
         index = Index.restore(str(self.folder / graph.graph_name), view=False)
         if index is None:
             raise ValueError("unreadable graph file")
-        index.remove(np.flatnonzero(~alive))  # keys removed before are skipped
-        start = len(alive)
-        index.add(np.arange(start, start + added.num_rows), gr.vectors_of(added, self.dim))
-        ids = pa.concat_arrays([graph.ids, added["text_id"].combine_chunks()])
-        sessions = pa.concat_arrays([graph.sessions, added["session_id"].combine_chunks()])
-        alive = np.concatenate([alive, np.ones(added.num_rows, dtype=bool)])
-        return self._publish(kind, index, ids, sessions, alive, version)
+        live = np.zeros(len(alive), dtype=bool)
+        live[rows.node_of[alive]] = True
+        index.remove(np.flatnonzero(~live))  # nodes of removed rows only; absent keys: skipped
+        first = dict(zip(rows.digest[alive].tolist(), rows.node_of[alive].tolist(), strict=True))
+        more = _Nodes(first, len(alive)).add(index, added, self.dim)
+        return self._publish(kind, index, _joined([kept, more]), version)
 
-    def _publish(
-        self,
-        kind: str,
-        index: Index,
-        ids: pa.Array,
-        sessions: pa.Array,
-        alive: np.ndarray,
-        version: int,
-    ) -> gr.Graph | None:
+    def _publish(self, kind: str, index: Index, rows: gf.Rows, version: int) -> gr.Graph | None:
         """Save `index` and its rows as the sidecar of `version`, then open it mapped."""
-        name, size = gr.save_graph(self.folder, kind, index)
+        name, size = gf.save_graph(self.folder, kind, index)
         meta = {"version": version, "graph": name, "bytes": size, "keys": len(index)}
         del index
         give_back()  # the graph as built or loaded: the mapped file serves searches
-        gr.write_rows(self.folder, kind, ids, sessions, alive, meta)
-        gr.remove_stale(self.folder, kind, keep=name)
+        gf.write_rows(self.folder, kind, rows, meta)
+        gf.remove_stale(self.folder, kind, keep=name)
         return gr.Graph.open(self.folder, kind, self.dim)
+
+
+class _Nodes:
+    """Rows given nodes in order: a row whose vector (digest) a node already holds joins
+    it, any other row becomes a node keyed by its position."""
+
+    def __init__(self, first: dict[int, int], start: int) -> None:
+        self.first = first  # digest -> node key
+        self.start = start  # the position of the next row
+
+    def add(self, index: Index, data: pa.Table | pa.RecordBatch, dim: int) -> gf.Rows:
+        """Put `data`'s rows with new vectors in `index`; returns the rows as stored."""
+        vectors = gf.vectors_of(data, dim)
+        digest = gf.digests(vectors)
+        keys = np.arange(self.start, self.start + len(digest), dtype=np.int64)
+        node_of = np.array(
+            [
+                self.first.setdefault(d, k)
+                for d, k in zip(digest.tolist(), keys.tolist(), strict=True)
+            ],
+            dtype=np.int64,
+        )
+        new = node_of == keys
+        if new.any():
+            index.add(keys[new], vectors[new])
+        self.start += len(digest)
+        ids, sessions = data["text_id"], data["session_id"]
+        if hasattr(ids, "combine_chunks"):
+            ids, sessions = ids.combine_chunks(), sessions.combine_chunks()
+        return gf.Rows(ids, sessions, np.ones(len(digest), dtype=bool), node_of, digest)
+
+
+def _joined(parts: list[gf.Rows]) -> gf.Rows:
+    import pyarrow as pa
+
+    return gf.Rows(
+        pa.concat_arrays([p.ids for p in parts]),
+        pa.concat_arrays([p.sessions for p in parts]),
+        np.concatenate([p.alive for p in parts]),
+        np.concatenate([p.node_of for p in parts]),
+        np.concatenate([p.digest for p in parts]),
+    )
