@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from seelen.vectors import VectorIndex, VectorRow
+from seelen.vectors.graph import EXACT_NODES
 from seelen.vectors.graph_files import rows_file
 
 DIM = 16
@@ -217,3 +218,25 @@ def test_rows_with_equal_vectors_share_a_node(tmp_path: Path) -> None:
             same(mine, by_lancedb(path).search("turns", query, 12, **options))  # type: ignore[arg-type]
     index.add("turns", [VectorRow("again", "s0", 0, distinct[4])])
     assert "again" in {h.text_id for h in index.search("turns", distinct[4], 3)}
+
+
+def test_a_large_graph_is_walked_and_finds_the_nearest_rows(tmp_path: Path) -> None:
+    """Above EXACT_NODES the graph is walked, not scanned: its best rows are, by score, those
+    of an exact scan (HNSW may miss a near tie: 0.99-1.0 of them, 0.95 asked)."""
+    path = tmp_path / "lancedb"
+    index = writer(path, recent_rows=600)
+    matrix = vectors(EXACT_NODES + 500)
+    with index.bulk():
+        fill(index, matrix)
+    graph = index._graphs.current("turns", index._tables["turns"].version)
+    assert graph is not None and len(graph.index) > EXACT_NODES
+    reached = []
+    for seed in range(40):
+        query = vectors(1, 1000 + seed)[0]
+        hits = index.search("turns", query, 10, exclude_session="s1")
+        assert all(h.session_id != "s1" for h in hits) and len(hits) == 10
+        allowed = np.array([i % SESSIONS != 1 for i in range(len(matrix))])
+        exact = np.sort(np.where(allowed, matrix @ query, -9))[::-1][:10]
+        reached.append(np.mean(np.array([h.score for h in hits]) >= exact - SCORE_ERROR))
+    assert index._graphs.answered == 40
+    assert np.mean(reached) >= 0.95, np.mean(reached)
