@@ -23,8 +23,19 @@ class IndexSwaps:
     max_segments: int
     _open_lock: threading.Lock
 
-    def __init__(self, path: Path, model_id: str, dim: int, **options: Any) -> None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        path: Path,
+        model_id: str,
+        dim: int,
+        *,
+        index_min_rows: int,
+        recent_rows: int,
+        graph_rows: int | None,
+        optimize_every: int,
+        max_segments: int,
+    ) -> None:
+        raise NotImplementedError  # `VectorIndex.__init__`, which takes these and more
 
     def _writing(self) -> threading.RLock:
         raise NotImplementedError
