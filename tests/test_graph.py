@@ -240,3 +240,18 @@ def test_a_large_graph_is_walked_and_finds_the_nearest_rows(tmp_path: Path) -> N
         reached.append(np.mean(np.array([h.score for h in hits]) >= exact - SCORE_ERROR))
     assert index._graphs.answered == 40
     assert np.mean(reached) >= 0.95, np.mean(reached)
+
+
+def test_a_reset_drops_the_graphs(tmp_path: Path) -> None:
+    """After `reset` the tables count their versions from the start again: a graph of the
+    old rows must not be taken for a new table's."""
+    path = tmp_path / "lancedb"
+    index = writer(path)
+    fill(index, vectors(100))
+    assert graph_files(path)
+    index.reset()
+    assert graph_files(path) == []
+    fresh = writer(path, graph_rows=10_000)  # a new table that keeps no graph of its own
+    fill(fresh, vectors(100, seed=4), prefix="n")
+    assert fresh.search("turns", vectors(100)[3], 1)[0].text_id.startswith("n")
+    assert fresh._graphs.answered == 0

@@ -136,6 +136,7 @@ class VectorIndex(TableUpkeep, IndexSwaps):
             for kind in KINDS:
                 db.drop_table(kind, ignore_missing=True)
                 db.drop_table(kind + RECENT, ignore_missing=True)
+            self._graphs.drop_all()
             self._forget_handles()
             self._write_meta({"model_id": self.model_id, "dim": self.dim, "trained_rows": {}})
 

@@ -21,7 +21,7 @@ import numpy as np
 from seelen.heap import give_back
 from seelen.vectors import graph as gr
 from seelen.vectors import graph_files as gf
-from seelen.vectors.records import VectorHit
+from seelen.vectors.records import KINDS, VectorHit
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -62,6 +62,9 @@ class GraphKeeper:
         if seen is not None and seen[0] == version:
             return seen[1]
         with self._lock:
+            seen = self._seen.get(kind)  # the writer may have published it meanwhile
+            if seen is not None and seen[0] == version:
+                return seen[1]
             graph = gr.Graph.open(self.folder, kind, self.dim)
             if graph is not None and graph.version != version:
                 graph = None
@@ -126,9 +129,17 @@ class GraphKeeper:
                 return
         except Exception:  # disk full, a damaged file, a library's error: no sidecar
             log.warning("vector index: the %s graph is left stale", kind, exc_info=True)
-            self._seen.pop(kind, None)
+            with self._lock:
+                self._seen.pop(kind, None)
             return
-        self._seen[kind] = (version, fresh)
+        with self._lock:
+            self._seen[kind] = (version, fresh)
+
+    def drop_all(self) -> None:
+        """Delete every sidecar (the tables are dropped: a new table's versions count from
+        1 again, and an old sidecar could match one by its number)."""
+        for kind in KINDS:
+            self._drop(kind)
 
     def _worn(self, graph: gr.Graph) -> bool:
         return graph.dead > DEAD_SHARE * len(graph)
@@ -136,7 +147,8 @@ class GraphKeeper:
     def _drop(self, kind: str) -> None:
         gf.rows_file(self.folder, kind).unlink(missing_ok=True)
         gf.remove_stale(self.folder, kind, keep=None)
-        self._seen.pop(kind, None)
+        with self._lock:
+            self._seen.pop(kind, None)
 
     def _build(self, kind: str, main: LanceTable, version: int) -> gr.Graph | None:
         """A whole new sidecar from every row of `main`, read in batches."""
