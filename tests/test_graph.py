@@ -81,6 +81,10 @@ def test_searches_through_the_graph_match_lancedbs(tmp_path: Path) -> None:
             assert index._graphs.answered == before + 1
             same(mine, lancedb.search("turns", query, 10, **options))  # type: ignore[arg-type]
     assert lancedb._graphs.answered == 0
+    index.release()  # an idle owner closes its graphs; the next search opens them again
+    assert index._graphs._seen == {}
+    assert index.search("turns", matrix[7], 1)[0].text_id == "t7"
+    assert index._graphs.answered == 25
     files = graph_files(path)
     assert sorted(f.suffix for f in files) == [".arrow", ".usearch"]  # one graph: the current
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)

@@ -235,9 +235,10 @@ class VectorIndex(TableUpkeep, IndexSwaps):
         return copy
 
     def release(self) -> None:
-        """Drop the in-memory copies of the main tables (an idle process); the next search
-        makes them again."""
+        """Drop the in-memory copies of the main tables and the open graphs (an idle
+        process); the next search makes or opens them again."""
         self._held = {}
+        self._graphs.forget()
 
     # -- writes ------------------------------------------------------------------------
 

@@ -135,6 +135,12 @@ class GraphKeeper:
         with self._lock:
             self._seen[kind] = (version, fresh)
 
+    def forget(self) -> None:
+        """Close the open graphs (their mapped pages and row arrays: ~60 MB at a million
+        rows); a search opens the current one again (~0.2 s at a million rows)."""
+        with self._lock:
+            self._seen.clear()
+
     def drop_all(self) -> None:
         """Delete every sidecar (the tables are dropped: a new table's versions count from
         1 again, and an old sidecar could match one by its number)."""
