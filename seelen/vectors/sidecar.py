@@ -7,6 +7,10 @@ flags rows in the rows file only (the graph file is kept: 20-30 ms at 100k rows)
 and a whole build happens when there is no current sidecar to start from (after a bulk pass,
 a re-index, `rebuild_indices`, or another writer's change), or when flagged rows pass
 DEAD_SHARE. A delete with no current sidecar leaves it stale: the next move rebuilds it.
+At a million distinct vectors (usearch alone, load 4): a whole build takes 792 s of 2 threads
+and an 874 MiB file, a move of 5,000 rows 8 s (load 0.9, add 5.4, save 1.9) and ~1.1 GiB
+while the graph is loaded; the profiles of bench_scale.py borrow 2,000 vectors, so their
+graphs hold ~1,100 nodes and build in 9 s.
 """
 
 from __future__ import annotations
