@@ -20,6 +20,8 @@ from seelen.vectors.filters import id_predicates, session_filter, sql_string
 from seelen.vectors.meta import META_FILE, ModelRecord
 from seelen.vectors.recent import RecentRows
 from seelen.vectors.records import KINDS, VectorHit, VectorRow, check_kind
+from seelen.vectors.sidecar import GraphKeeper
+from seelen.vectors.swaps import IndexSwaps
 from seelen.vectors.upkeep import RECENT, TableUpkeep
 
 if TYPE_CHECKING:
@@ -35,6 +37,9 @@ RECENT_ROWS = 5_000  # rows kept in memory as well (7.5 MB at 384 dims) before a
 # heavy ChatGPT history) searches everything in memory, and at 100k turns only the
 # summaries (one a session) are held.
 HELD_ROWS = 20_000
+# A main table above this many rows is searched in its HNSW graph (`graph.py`) when the graph
+# is current: the tables no held copy keeps. None: LanceDB's own search, no graph file.
+GRAPH_ROWS = HELD_ROWS
 # Searches of one table version before its copy is made: a recall searches one kind at most
 # three times (everywhere, inside the summaries' sessions, inside a named time), so a
 # command that asks once (a one-shot `ask` or `memory search`) never pays for the copy
@@ -45,7 +50,7 @@ OPTIMIZE_EVERY = 50  # writes between compactions of the recent table
 MAX_SEGMENTS = 1  # index segments (1 + deltas) tolerated before a rebuild
 
 
-class VectorIndex(TableUpkeep):
+class VectorIndex(TableUpkeep, IndexSwaps):
     """The vectors of turns and summaries, searched by cosine similarity.
 
     Opens lazily and is safe to share between threads: writes are serialised, searches do
@@ -65,6 +70,7 @@ class VectorIndex(TableUpkeep):
         index_min_rows: int = INDEX_MIN_ROWS,
         recent_rows: int = RECENT_ROWS,
         held_rows: int = HELD_ROWS,
+        graph_rows: int | None = GRAPH_ROWS,
         optimize_every: int = OPTIMIZE_EVERY,
         max_segments: int = MAX_SEGMENTS,
         read_only: bool = False,
@@ -76,6 +82,7 @@ class VectorIndex(TableUpkeep):
         self.index_min_rows = index_min_rows
         self.recent_rows = recent_rows
         self.held_rows = held_rows
+        self.graph_rows = graph_rows
         self.optimize_every = optimize_every
         self.max_segments = max_segments
         self._open_lock = threading.Lock()  # short: opening tables, the meta cache
@@ -95,6 +102,7 @@ class VectorIndex(TableUpkeep):
         self._record = ModelRecord(self.path / META_FILE)
         self._bulk = 0  # nested `bulk()` calls under way
         self._unmaintained: set[str] = set()  # kinds moved during a bulk, not yet maintained
+        self._graphs = GraphKeeper(self.path, self.dim, self.graph_rows)
 
     # -- the embedding model's record -----------------------------------------------------
 
@@ -128,6 +136,7 @@ class VectorIndex(TableUpkeep):
             for kind in KINDS:
                 db.drop_table(kind, ignore_missing=True)
                 db.drop_table(kind + RECENT, ignore_missing=True)
+            self._graphs.drop_all()
             self._forget_handles()
             self._write_meta({"model_id": self.model_id, "dim": self.dim, "trained_rows": {}})
 
@@ -226,9 +235,10 @@ class VectorIndex(TableUpkeep):
         return copy
 
     def release(self) -> None:
-        """Drop the in-memory copies of the main tables (an idle process); the next search
-        makes them again."""
+        """Drop the in-memory copies of the main tables and the open graphs (an idle
+        process); the next search makes or opens them again."""
         self._held = {}
+        self._graphs.forget()
 
     # -- writes ------------------------------------------------------------------------
 
@@ -248,7 +258,9 @@ class VectorIndex(TableUpkeep):
             self._recent[kind + RECENT].upsert(data)
             main = self._table(kind)
             if main is not None:  # a new version of a text already moved to the main table
-                tb.delete_where(main, id_predicates(data["text_id"].to_pylist()))
+                before, ids = main.version, data["text_id"].to_pylist()
+                tb.delete_where(main, id_predicates(ids))
+                self._graphs.changed(kind, main, before, removed_ids=ids)
             self._after_write(kind, recent)
 
     def delete(
@@ -267,9 +279,16 @@ class VectorIndex(TableUpkeep):
         if not predicates:
             return 0
         with self._writing(), tb.lance_errors(f"delete {kind}"):
-            deleted = sum(tb.delete_where(table, predicates) for table in self._pair(kind))
+            recent, main = self._table(kind + RECENT), self._table(kind)
+            deleted = tb.delete_where(recent, predicates) if recent is not None else 0
             if (rows := self._recent_rows(kind)) is not None:
                 rows.delete(set(text_ids), session_id)
+            if main is not None:
+                before = main.version
+                deleted += tb.delete_where(main, predicates)
+                self._graphs.changed(
+                    kind, main, before, removed_ids=text_ids, removed_session=session_id
+                )
             return deleted
 
     def _after_write(self, kind: str, recent: LanceTable) -> None:
@@ -325,6 +344,12 @@ class VectorIndex(TableUpkeep):
             if (main := self._table(kind)) is not None:
                 if (held := self._held_copy(kind, main)) is not None:
                     hits += held.search(query, limit, exclude_session, only_sessions)
+                elif (
+                    found := self._graphs.search(
+                        kind, main.version, query, limit, exclude_session, only_sessions
+                    )
+                ) is not None:
+                    hits += found
                 else:
                     hits += tb.search_table(main, query, limit, where, exact=bool(only_sessions))
         best: dict[str, VectorHit] = {}
@@ -351,49 +376,3 @@ class VectorIndex(TableUpkeep):
         check_kind(kind)
         with tb.lance_errors(f"count {kind}"):
             return sum(int(table.count_rows()) for table in self._pair(kind))
-
-    # -- moving whole indexes: damage, rebuilds --------------------------------------------
-
-    def move_aside(self) -> Path | None:
-        """Rename a damaged index folder (never delete it) and start again empty; returns
-        where it went. Only the newest `KEEP_DAMAGED` such folders are kept."""
-        with self._writing(), self._open_lock:
-            self._forget_handles()
-            with tb.lance_errors("move the damaged index aside"):
-                return folders.move_aside(self.path, "damaged")
-
-    def staging(self) -> VectorIndex:
-        """An empty index beside this one, to fill and then `swap_in` (a left-over one from
-        an interrupted rebuild is removed first)."""
-        path = folders.staging_path(self.path)
-        with self._writing(), tb.lance_errors("prepare a new index"):
-            folders.remove(path)
-        staged = VectorIndex(
-            path,
-            self.model_id,
-            self.dim,
-            index_min_rows=self.index_min_rows,
-            recent_rows=self.recent_rows,
-            optimize_every=self.optimize_every,
-            max_segments=self.max_segments,
-        )
-        staged.reset()
-        return staged
-
-    def swap_in(self, staged: VectorIndex) -> None:
-        """Replace this index by the complete `staged` one. The old folder is deleted when
-        it held a model's vectors, and kept (moved aside) when it was unreadable."""
-        with self._writing(), self._open_lock, tb.lance_errors("swap in the new index"):
-            readable = isinstance((self._read_meta() or {}).get("model_id"), str)
-            self._forget_handles()
-            folders.swap(self.path, staged.path, keep_old=not readable)
-
-    def recover(self) -> None:
-        """Finish a swap cut short by a crash, or remove a rebuild that never completed."""
-        with self._writing(), self._open_lock, tb.lance_errors("recover the index"):
-            if folders.recover(self.path):
-                self._forget_handles()
-
-    def aside(self) -> list[Path]:
-        """Damaged index folders moved aside and kept, newest first."""
-        return folders.damaged(self.path)

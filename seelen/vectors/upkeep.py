@@ -13,6 +13,7 @@ from seelen.vectors import tables as tb
 from seelen.vectors.filters import id_predicates
 from seelen.vectors.recent import RecentRows
 from seelen.vectors.records import KINDS
+from seelen.vectors.sidecar import GraphKeeper
 
 if TYPE_CHECKING:
     from lancedb._lancedb import IndexConfig
@@ -31,6 +32,7 @@ class TableUpkeep:
     _recent: dict[str, RecentRows]
     _bulk: int
     _unmaintained: set[str]
+    _graphs: GraphKeeper
 
     def _writing(self) -> threading.RLock:
         raise NotImplementedError
@@ -55,12 +57,19 @@ class TableUpkeep:
         """Compact every table and bring the indices up to date now (e.g. after a bulk
         re-index); otherwise this happens by itself as rows are added."""
         with self._writing(), tb.lance_errors("optimize"):
-            for kind in KINDS:
-                if (recent := self._table(kind + RECENT)) is not None:
-                    recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
-                    self._writes[kind + RECENT] = 0
-                if (main := self._table(kind)) is not None:
-                    self._maintain_main(kind, main)
+            self._maintain_all(rebuild=False)
+
+    def _maintain_all(self, *, rebuild: bool) -> None:
+        """Compact every table, index the main ones (retrain them all: `rebuild`), and bring
+        their graphs to the new versions (built when missing, all anew: `rebuild`)."""
+        for kind in KINDS:
+            if (recent := self._table(kind + RECENT)) is not None:
+                recent.optimize(cleanup_older_than=tb.KEEP_VERSIONS)
+                self._writes[kind + RECENT] = 0
+            if (main := self._table(kind)) is not None:
+                before = main.version
+                self._maintain_main(kind, main, rebuild=rebuild)
+                self._graphs.changed(kind, main, before, build=True, rebuild=rebuild)
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -81,6 +90,8 @@ class TableUpkeep:
                     for kind in sorted(self._unmaintained):
                         if (main := self._table(kind)) is not None:
                             self._maintain_main(kind, main)
+                            # The moves were not followed: the graph is built anew, once.
+                            self._graphs.changed(kind, main, -1, rebuild=True)
                     self._unmaintained.clear()
                 give_back()
 
@@ -88,6 +99,7 @@ class TableUpkeep:
         """Copy the recent table into the main one in a single write, then empty it."""
         data = tb.all_rows(recent)
         main = self._table(kind, create=True)
+        before = main.version
         # Into main first: a search reads `recent` before `main`, so it never misses a row.
         if self._bulk:  # `add` deleted these ids from main: appending is enough
             main.add(data)
@@ -102,6 +114,7 @@ class TableUpkeep:
             give_back()
         else:
             self._maintain_main(kind, main)
+            self._graphs.changed(kind, main, before, added=data)
 
     def _maintain_main(self, kind: str, table: LanceTable, *, rebuild: bool = False) -> None:
         """Compact, index the moved rows; (re)build the vector index when due."""
@@ -142,7 +155,4 @@ class TableUpkeep:
     def rebuild_indices(self) -> None:
         """Compact every table and retrain the vector indices from scratch (`db optimize`)."""
         with self._writing(), tb.lance_errors("rebuild indices"):
-            self.maintain()
-            for kind in KINDS:
-                if (main := self._table(kind)) is not None:
-                    self._maintain_main(kind, main, rebuild=True)
+            self._maintain_all(rebuild=True)
