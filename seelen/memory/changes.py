@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from seelen.memory.when import TimeHint
@@ -72,6 +73,6 @@ def newer_first(
                 and float(mine @ theirs) >= similar
             ):
                 sources = {**later.sources, "newer": head.index(earlier) + 1}
-                head[j] = later.but(score=earlier.score + SUPERSEDE_STEP, sources=sources)
+                head[j] = replace(later, score=earlier.score + SUPERSEDE_STEP, sources=sources)
                 break
     return sorted(head, key=lambda i: -i.score) + list(items[top:])

@@ -28,7 +28,7 @@ class RecalledItem:
     # A turn shown only because it makes a recalled turn understandable: that turn's id.
     context_for: str = ""
 
-    def but(self, **changes: Any) -> RecalledItem:
+    def but(self, **changes: Any) -> RecalledItem:  # Any: each field has its own type
         """A copy with `changes` (field name to value), as `dataclasses.replace` makes it but
         without running `__init__` again: ten times cheaper (0.5 against 4.9 µs), and a recall
         makes about 250 copies a question (ranks, `in_prompt`, context turns)."""
