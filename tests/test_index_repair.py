@@ -313,3 +313,29 @@ def test_forgetting_on_a_damaged_index_fails_nothing_and_is_finished_by_repair(
     indexer.index_all()
     assert_one_vector_per_text(store, index)  # none left for the forgotten texts
     assert store.get_session(session) is None
+
+
+def test_the_background_indexer_builds_a_graph_the_index_lacks(tmp_path: Path) -> None:
+    """A main table that grew past the graphs' size without one (made before graphs, or its
+    graph removed) gets it from the indexer's background thread, not at the next move; the
+    owner counts that work as busy until it is done."""
+    store = Store(tmp_path / "chat_sessions.db")
+    fill(store, sessions=6, turns=10)
+    small = {"recent_rows": 20, "index_min_rows": 1_000, "held_rows": 0}
+    plain = VectorIndex(tmp_path / "lancedb", HashEmbedder.model_id, HashEmbedder.dim, **small)
+    Indexer(store, plain, HashEmbedder(), batch=20).index_all()  # graph_rows: 20,000 rows
+    assert not list((tmp_path / "lancedb").glob("turns.graph*"))
+    index = VectorIndex(
+        tmp_path / "lancedb", HashEmbedder.model_id, HashEmbedder.dim, graph_rows=10, **small
+    )
+    indexer = Indexer(store, index, HashEmbedder(), batch=20)
+    indexer.start()
+    try:
+        assert indexer.wait_idle(30)
+    finally:
+        indexer.stop()
+    assert "built the graph of turns" in indexer.repairs
+    assert list((tmp_path / "lancedb").glob("turns.graph*.usearch"))
+    answered = index._graphs.answered
+    hits = index.search("turns", HashEmbedder().embed(["tea talk 0-0"])[0], 5)
+    assert hits and index._graphs.answered == answered + 1  # the graph answered it

@@ -341,9 +341,13 @@ class Indexer:
         return self._idle.wait(timeout)
 
     def _run(self, progress: Progress | None) -> None:
+        graphs_checked = False
         while not self._stop.is_set():
             try:
                 self.index_all(progress)
+                if not graphs_checked:  # once a process, after its first pass (repair)
+                    self.repairs += [f"built the graph of {k}" for k in self._build_graphs()]
+                    graphs_checked = True
                 self.error = None
             except Exception as exc:  # reported by /why and doctor; retried on next wake
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -351,6 +355,12 @@ class Indexer:
                 self._idle.set()
             self._wake.wait(timeout=5.0)
             self._wake.clear()
+
+    def _build_graphs(self) -> list[str]:
+        """The graphs the index lacks, built in this (background) thread while `working()`:
+        an owner does not rest or leave meanwhile (`ProfileService.busy`)."""
+        with self._run_lock:
+            return self.index.build_missing_graphs()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread (the current batch finishes first)."""

@@ -153,6 +153,9 @@ class ProfileService:
     @property
     def busy(self) -> bool:
         """Whether background work would be lost if the process ended now (texts wait for
-        their vectors): an owner does not leave on its idle timeout meanwhile."""
+        their vectors, or the indexer is still at work: a graph being built): an owner
+        does not leave on its idle timeout, nor rest, meanwhile."""
         index = self.app.index
-        return index is not None and index.running and not index.error and index.behind()
+        if index is None or not index.running or index.error:
+            return False
+        return index.working() or index.behind()
