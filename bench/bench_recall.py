@@ -104,6 +104,15 @@ def load_avg() -> str:
 # Main vector tables up to this many rows are searched in a copy in memory (the product's
 # default; `--held-rows 0`: always by LanceDB, as before that copy).
 HELD_ROWS = vector_index.HELD_ROWS
+# `--through`: every main table searched through its HNSW graph, or by LanceDB alone (no copy
+# in memory, a 50-row recent table so that the bench's rows reach the main tables), to show
+# that the graph ranks as LanceDB does; "default": as a profile is searched.
+THROUGH = {
+    "default": {},
+    "graph": {"held_rows": 0, "graph_rows": 0, "recent_rows": 50},
+    "lancedb": {"held_rows": 0, "graph_rows": None, "recent_rows": 50},
+}
+INDEX_OPTIONS: dict[str, int | None] = {}
 
 
 def open_memory(
@@ -117,7 +126,8 @@ def open_memory(
     summary (`summaries=False`: without, as an imported history)."""
     started = time.perf_counter()
     store = Store(directory / "bench.db")
-    index = VectorIndex(directory / "lancedb", model_id, dim, held_rows=HELD_ROWS)
+    options: dict[str, Any] = {"held_rows": HELD_ROWS, **INDEX_OPTIONS}
+    index = VectorIndex(directory / "lancedb", model_id, dim, **options)
     turn_ids: dict[tuple[str, int], str] = {}
     rows: list[tuple[str, str, str, int, str]] = []
     for s in sessions:
@@ -685,6 +695,12 @@ def main(argv: list[str] | None = None) -> None:
         default=HELD_ROWS,
         help="main vector tables searched in memory up to this many rows (0: by LanceDB)",
     )
+    parser.add_argument(
+        "--through",
+        default="default",
+        choices=tuple(THROUGH),
+        help="main vector tables searched through their HNSW graph, or by LanceDB alone",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--embedder",
@@ -695,6 +711,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="list the hybrid misses")
     args = parser.parse_args(argv)
     HELD_ROWS = args.held_rows
+    INDEX_OPTIONS.update(THROUGH[args.through])
     both = not (args.quality or args.speed)
     embedder = make_embedder(resolve(args.embedder, args.seed), "", "", "")
     print(f"Seelen recall bench: {embedder.model_id}, conv_num={args.conv_num}; {load_avg()}")
