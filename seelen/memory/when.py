@@ -9,7 +9,7 @@ timezone; a range is [start, end) in milliseconds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Any, TypeVar
 
@@ -80,7 +80,7 @@ def in_time_first(items: list[Item], hint: TimeHint | None) -> list[Item]:
         pick = min if hint.order == "first" else max
         lifted.add(pick(strong, key=lambda i: i.start_ms).text_id)
     out = [
-        i.but(score=i.score + TIME_WEIGHT, sources={**i.sources, "time": 1})
+        replace(i, score=i.score + TIME_WEIGHT, sources={**i.sources, "time": 1})
         if i.text_id in lifted
         else i
         for i in items

@@ -158,6 +158,11 @@ class TextSearch:
                     counts[(fts, t)] = self._query(sql, (f"{column} : {t}", cap))[0][0]
             return {t: counts[(fts, t)] for t in terms}
 
+    def _rows_stored(self) -> int:
+        """Turn rows ever stored (the newest row number): a stand-in for how many there are,
+        which a count would find only by reading every row."""
+        return int(self._query("SELECT coalesce(max(seq), 0) FROM conversation")[0][0])
+
     def _telling(self, fts: str, column: str, query: str) -> str:
         """The FTS5 expression for `query` without its common words (COMMON_ROWS); "" when
         every word is common, or none is held."""
@@ -211,8 +216,7 @@ class TextSearch:
             self._query(f"SELECT seq, text_id FROM conversation WHERE text_id IN ({marks})", ids)
         )
         seq_marks = ",".join("?" * len(seqs))
-        # Rows ever stored stand in for the turns indexed (a count would scan every row).
-        total = self._query("SELECT coalesce(max(seq), 0) FROM conversation")[0][0]
+        total = self._rows_stored()  # standing in for the turns indexed
         weights: dict[str, float] = {}
         held: dict[str, float] = dict.fromkeys(ids, 0.0)
         rows = self._rows_holding("conversation_fts", "text", fts_terms(query))

@@ -27,6 +27,7 @@ class SessionWords:
     _query: Callable[..., list[Any]]
     common_rows: int
     _rows_holding: Callable[..., dict[str, int]]
+    _rows_stored: Callable[[], int]
     _row_sessions: RowSessions | None = None  # made at the first question
 
     def session_words(self, query: str) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]]]:
@@ -59,8 +60,7 @@ class SessionWords:
             "GROUP BY session_id",
             list(sessions),
         )
-        stored = self._query("SELECT coalesce(max(seq), 0) FROM conversation")[0][0]
-        return {r[0]: r[1] for r in rows}, stored / max(count, 1)
+        return {r[0]: r[1] for r in rows}, self._rows_stored() / max(count, 1)
 
     def summarised(self, sessions: Sequence[str]) -> set[str]:
         """Those of `sessions` that have a summary."""
