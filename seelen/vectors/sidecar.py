@@ -114,10 +114,17 @@ class GraphKeeper:
         """Bring `kind`'s sidecar to `main`'s version after the writer changed the table from
         version `before` by adding `added` and deleting `removed_ids` / `removed_session`;
         with no current sidecar to change, one is built for a move (`added`) or when asked
-        (`build`), else left stale; `rebuild` builds one anew in any case. Failures leave
-        the sidecar stale (searches then use LanceDB), never fail the write."""
+        (`build`: also when the table did not change), else left stale; `rebuild` builds one
+        anew in any case. Failures leave the sidecar stale (searches then use LanceDB),
+        never fail the write."""
         version = int(main.version)
-        if self.graph_rows is None or (version == before and not rebuild):
+        if self.graph_rows is None:
+            return
+        if (
+            version == before
+            and not rebuild
+            and not (build and self.current(kind, version) is None)
+        ):
             return
         graph = self.current(kind, before)
         try:

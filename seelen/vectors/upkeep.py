@@ -167,12 +167,10 @@ class TableUpkeep:
         built = []
         with self._writing(), tb.lance_errors("build graphs"):
             for kind in KINDS:
-                main = self._table(kind)
-                rows = self._graphs.graph_rows
-                if main is None or rows is None or self._graphs.current(kind, main.version):
+                if (main := self._table(kind)) is None:
                     continue
-                if main.count_rows() > rows:
-                    self._graphs.changed(kind, main, -1, build=True)
-                    if self._graphs.current(kind, main.version) is not None:
-                        built.append(kind)
+                had = self._graphs.current(kind, main.version) is not None
+                self._graphs.changed(kind, main, main.version, build=True)
+                if not had and self._graphs.current(kind, main.version) is not None:
+                    built.append(kind)
         return built
