@@ -12,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from helpers import (
     asked,
     echo,
@@ -26,7 +27,8 @@ from helpers import (
 from model_server import ModelServer, Reply
 
 import seelen
-from seelen.client.connect import owner_status
+from seelen.client import place
+from seelen.client.connect import owner_status, request
 from seelen.config import load_settings
 from seelen.protocol import calls
 
@@ -80,6 +82,38 @@ def test_a_killed_owner_is_replaced_and_no_turn_is_lost(
         "after the kill",
         "answer to after the kill",
     ]
+
+
+def test_an_owner_killed_while_it_starts_is_started_again(
+    owner_env: ModelServer, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A starting owner killed by a signal (not failing on its own) is launched once more,
+    as a running owner killed is replaced; one that fails on its own is not."""
+    from seelen.client import connect as client
+
+    real, launched = client.launch_owner, []
+    suicide = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]
+
+    def launch(settings: object, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        launched.append(env)
+        if len(launched) == 1:  # the first start dies by a signal before it serves
+            return subprocess.Popen(suicide)
+        return real(settings, env)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(client, "launch_owner", launch)
+    sock = client.connect(load_settings())
+    assert sock is not None and len(launched) == 2
+    sock.close()
+    assert _status().pid > 0
+    request(place.socket_path(load_settings()), calls.Stop())
+    wait_until(lambda: owner_status(load_settings()) is None, 30, "the owner did not stop")
+
+    launched.clear()
+    failing = [sys.executable, "-c", "raise SystemExit(1)"]
+    monkeypatch.setattr(
+        client, "launch_owner", lambda *_: launched.append(1) or subprocess.Popen(failing)
+    )
+    assert client.connect(load_settings()) is None and launched == [1]  # not started again
 
 
 def test_an_owner_of_another_version_is_replaced(

@@ -133,8 +133,15 @@ def _spawn(settings: Settings, directory: Path, *, memory_only: bool) -> socket.
         sock = _connect(path)
         if sock is not None:  # another client started it meanwhile
             return sock
-        process = launch_owner(settings, _owner_env(settings, memory_only=memory_only))
-        return _wait_for_socket(path, process)
+        env = _owner_env(settings, memory_only=memory_only)
+        for _ in range(2):
+            process = launch_owner(settings, env)
+            sock = _wait_for_socket(path, process)
+            # Killed by a signal while it started (not a failure of its own, which it says in
+            # logs/owner.log): one more start, as a running owner killed is replaced unseen.
+            if sock is not None or process.returncode is None or process.returncode >= 0:
+                return sock
+        return None
 
 
 def launch_owner(settings: Settings, env: dict[str, str]) -> subprocess.Popen[bytes]:
