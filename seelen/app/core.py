@@ -197,14 +197,15 @@ class App:
     def release_idle(self) -> None:
         """Free what an idle process no longer needs: the embedding model and the vector
         index's copies of small tables (made again by the next search or indexing pass),
-        then the heap's free pages."""
-        from seelen.heap import give_back
+        then the heap's free pages and the libraries' pages (read again when next used)."""
+        from seelen.heap import give_back, page_out_files
 
         if self.recall is not None and self.recall.embedder is not None:
             self.recall.embedder.release()
         if self.index is not None:
             self.index.index.release()
         give_back()
+        page_out_files()
 
     def forget(self, text_ids: list[str]) -> None:
         """Remove deleted texts from the vector index as well."""

@@ -4,9 +4,10 @@ Started in the background by the thin client (`seelen.client.connect`) when a cl
 no owner; it takes the profile's lock, opens the profile (`host.open_service`), serves it
 (`server.OwnerServer`) until idle or stopped, and exits.
 
-Resting: LanceDB and onnxruntime, once loaded, keep about 250 MiB in the process that no
-release gives back (the libraries' own pages and runtimes: 20,014 turns, one ask, the model
-freed: 289 MiB). So a background owner without a local model server that has been quiet for
+Resting: a quiet minute frees the embedding model and lets go of the libraries' pages
+(20,014 turns, one ask: 380-395 MiB warm, 137-149 after; `heap.page_out_files`), but
+LanceDB's and onnxruntime's runtimes keep about 100 MiB that no release gives back. So a
+background owner without a local model server that has been quiet for
 `server.REST_SECONDS` (five minutes) closes the profile, starts a resting successor and
 exits. The successor (`SEELEN_OWNER_RESTING=1`) holds the lock and listens with nothing
 loaded (about 40 MiB), and

@@ -36,11 +36,13 @@ Send = Callable[[codec.Frame], Awaitable[None]]
 # Asked to answer, an owner that has not answered anything for this long checks for idleness.
 IDLE_CHECK_SECONDS = 1.0
 # A background owner idle this long frees what it can load again (the embedding model: 90 MiB,
-# 0.23 s of CPU to load at the next question); a burst of questions keeps it warm.
+# 0.23 s of CPU to load at the next question) and lets go of its libraries' pages (~150 MiB,
+# mapped again from the page cache when used: ~0.01 s of CPU); a burst of questions keeps it
+# warm.
 RELEASE_SECONDS = 60.0
 # Idle this long, a background owner without a local model server hands the profile to a
-# resting successor and exits: LanceDB and onnxruntime, once loaded, hold ~250 MiB that no
-# release gives back (owner/__main__.py), and a resting owner holds 39 MiB. The price: a
+# resting successor and exits: LanceDB's and onnxruntime's runtimes, once loaded, hold ~100 MiB
+# that no release gives back (owner/__main__.py), and a resting owner holds 39 MiB. The price: a
 # question to a resting owner waits for the profile to open (20,014 turns: 3.0 s, 2.5 s of
 # CPU, against 0.5 s warm; bench/bench_owner.py, load 1). Five minutes keep a burst of
 # questions warm; at most a third of SEELEN_IDLE_MINUTES.
