@@ -41,3 +41,24 @@ def test_an_idle_process_lets_its_libraries_pages_go_and_reads_them_again(tmp_pa
     assert int(advised) > 0
     assert int(after) < int(before) // 2, (before, after)  # KiB of file pages resident
     assert hit == "down"
+
+
+def test_a_starting_process_holds_its_collector_then_freezes_what_it_loaded() -> None:
+    code = """
+import gc, time
+from seelen.heap import hold_collector
+hold_collector(0.3)
+held = not gc.isenabled()
+import json, decimal  # loaded while held
+time.sleep(1.0)
+print(held, gc.isenabled(), gc.get_freeze_count() > 1000)
+gc.disable()
+hold_collector(0.1)  # a program that turned it off keeps it off
+time.sleep(0.3)
+print(gc.isenabled())
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True", "True", "False"]

@@ -108,9 +108,9 @@ def main() -> None:
     """The owner of the profile named by the environment."""
     from seelen.config import load_settings
     from seelen.errors import SeelenError
-    from seelen.heap import limit_arenas
+    from seelen.heap import hold_collector
 
-    limit_arenas()  # before any thread starts
+    hold_collector()  # and the malloc arenas limited, before any thread starts
     try:
         memory_only = os.environ.get(place.MEMORY_ONLY_ENV) == "1"
         resting = os.environ.get(RESTING_ENV) == "1"
