@@ -360,6 +360,7 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
         help="ranking changes left out, comma-separated: shares (BM25 votes by word share), "
         "lift (questions about the assistant's words), zh-days (Chinese dates as days), "
         "near (neighbours of strong turns lifted), newer (a newer similar statement first), "
+        "tense (a present-tense question about the user asks about the present), "
         "inside (the other turns of the best sessions appended), whole (the turns of the "
         "sessions ranked best as wholes lifted); "
         "several variants separated by '/', each measured on the same index",
@@ -387,7 +388,7 @@ def tune(recall: Recall, args: argparse.Namespace) -> None:
     _TUNED[id(recall)] = (recall.near_share, recall.best_sessions, recall.whole_sessions)
 
 
-CHANGES = ("shares", "lift", "zh-days", "near", "newer", "inside", "whole")
+CHANGES = ("shares", "lift", "zh-days", "near", "newer", "tense", "inside", "whole")
 # Each recall's neighbour share and best sessions as tuned, put back by leave_out.
 _TUNED: dict[int, tuple[float, int, int]] = {}
 _ASKS_ASSISTANT = recall_module.asks_assistant
@@ -415,6 +416,7 @@ def leave_out(recall: Recall, without: str) -> None:
     recall.best_sessions = 0 if "inside" in names else best
     recall.whole_sessions = 0 if "whole" in names else whole
     recall.supersede = "newer" not in names
+    changes.PRESENT_TENSE = "tense" not in names
 
 
 class BenchClock(Clock):

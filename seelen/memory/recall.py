@@ -27,7 +27,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from seelen.errors import SeelenError
-from seelen.memory.changes import asks_present, newer_first
+from seelen.memory.changes import Where, versions_placed
 from seelen.memory.clock import Clock
 from seelen.memory.context import RECALL_TOKENS
 from seelen.memory.fusion import (
@@ -363,10 +363,10 @@ class Recall:
         vectors: dict[str, np.ndarray],
     ) -> list[RecalledItem]:
         """The fused turns as recalled items, best first: those of a time the question names
-        lifted, and for a question about the present newer versions of a fact first
-        (changes.py; `vectors` compare the turns). Exact score ties (common in rank fusion) go
-        to the newer turn: recency only ever breaks ties, so it never pushes a stronger match
-        down."""
+        lifted, and for a question about the present newer versions of a fact first, for
+        one about a past time the versions that held then (changes.py; `vectors` compare
+        the turns). Exact score ties (common in rank fusion) go to the newer turn: recency
+        only ever breaks ties, so it never pushes a stronger match down."""
         head = fused[: self._depth(limit)]
         found = self.store.get_turns(i for i, _, _ in head)
         items = []
@@ -375,9 +375,11 @@ class Recall:
             if t is not None and t.session_id != current_session:
                 items.append(turn_item(t, score, ranks))
         items = in_time_first(items, hint)
-        return (
-            newer_first(items, vectors) if self.supersede and asks_present(query, hint) else items
-        )
+        if not self.supersede:
+            return items
+        now_ms = int(self.clock.now().timestamp() * 1000)
+        where = Where(self.store, self.index, current_session)
+        return versions_placed(query, hint, now_ms, items, vectors, where)
 
     def _turns(
         self, items: list[RecalledItem], limit: int | None
