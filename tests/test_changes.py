@@ -48,6 +48,8 @@ def test_only_a_named_past_range_asks_about_then() -> None:
     assert asks_then(parse_time("Where do I live?", NOW), now_ms) is None
     this_week = parse_time("What did I cook this week?", NOW)  # the range has not ended
     assert asks_then(this_week, now_ms) is None
+    a_day = parse_time("What did I cook on March 4, 2024?", NOW)  # an event, not a state
+    assert asks_then(a_day, now_ms) is None
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,9 @@ SUPERSEDE_STEP = 1e-9  # just above: the other version stays right below
 # often about a fact that never changed, next to later small talk alike (the synthetic set's
 # planted facts): there the user's own statements need to be as close as any two turns.
 TENSE_SIMILAR = SUPERSEDE_SIMILAR
+# The shortest period a question about a past state names: a month (February's 28 days).
+THEN_DAYS = 28
+DAY_MS = 86_400_000
 PRESENT_TENSE = True  # False: only a question that says "now" asks about the present
 
 _NOW = re.compile(
@@ -101,10 +104,12 @@ def asks_present(question: str, hint: TimeHint | None) -> str | None:
 
 
 def asks_then(hint: TimeHint | None, now_ms: int) -> int | None:
-    """The end of the past range a question names (ms), when it names one."""
+    """The end of the past period a question names (ms), when it names one of at least
+    THEN_DAYS: a state is asked of a period ("in March 2024"); a day names an event ("on
+    May 23"), one among others that day, which no older version answers better."""
     if hint is None or hint.start_ms is None or hint.end_ms is None or hint.end_ms > now_ms:
         return None
-    return hint.end_ms
+    return hint.end_ms if hint.end_ms - hint.start_ms >= THEN_DAYS * DAY_MS else None
 
 
 class Versions:
