@@ -338,14 +338,14 @@ def test_asked_about_a_past_month_the_version_that_held_then_ranks_first(
 
 def test_the_best_sessions_other_turns_follow_the_ranking(memory: Memory) -> None:
     first, view = memory.session(
-        ["Evan went hiking up the mountain trail on Saturday", "Yes, and the view was unreal!"]
+        ["We went hiking up the mountain trail on Saturday", "Yes, and the view was unreal!"]
     )
     for place in ("the lake", "the canyon", "the forest", "the coast"):
-        memory.session([f"Evan hiked the mountain trail by {place} on Sunday"])
+        memory.session([f"I hiked the mountain trail by {place} on Sunday"])
     # Two candidates per search: the direct searches rank the other hikes above the reply.
     recall, current = memory.recall(candidates=2)
     recall.best_sessions, recall.whole_sessions = 1, 0  # this second round alone
-    question = "Where did Evan go hiking on the mountain trail?"
+    question = "Where did we go hiking on the mountain trail?"
     turns = recall.search(question, current).turns
     ids = [t.text_id for t in turns]
     assert ids[0] == first and ids[-1] == view  # searched again inside the best session

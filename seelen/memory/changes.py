@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -175,7 +176,7 @@ class Where:
 def versions_placed(
     question: str,
     hint: TimeHint | None,
-    now_ms: int,
+    now: datetime,
     items: list[RecalledItem],
     vectors: dict[str, np.ndarray],
     where: Where,
@@ -188,7 +189,7 @@ def versions_placed(
         return newer_first(with_later_versions(items, vectors, where), vectors)
     if present == "tense":
         return newer_first(items, vectors, self_similar=TENSE_SIMILAR)
-    if (end_ms := asks_then(hint, now_ms)) is not None:
+    if (end_ms := asks_then(hint, int(now.timestamp() * 1000))) is not None:
         return then_first(items, vectors, end_ms)
     return items
 

@@ -42,6 +42,7 @@ from seelen.memory.fusion import (
 )
 from seelen.memory.inside import BEST_SESSIONS, appended, best_sessions, ran_out
 from seelen.memory.lifts import NEAR_SHARE, answers_lifted, replies_lifted
+from seelen.memory.names import for_meaning
 from seelen.memory.passages import passages_for
 from seelen.memory.recalled import (
     Passage,
@@ -217,7 +218,7 @@ class Recall:
                     sessions_by_words, store, query, w, current_session
                 )
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
-        vector = self._embed(query, notices) if vectors else None
+        vector = self._embed(for_meaning(store, query), notices) if vectors else None
         if vector is not None and self.index is not None:
             pending["s:vector"] = self._run(
                 self.index.search, "summaries", vector, n, exclude_session=current_session
@@ -377,9 +378,8 @@ class Recall:
         items = in_time_first(items, hint)
         if not self.supersede:
             return items
-        now_ms = int(self.clock.now().timestamp() * 1000)
         where = Where(self.store, self.index, current_session)
-        return versions_placed(query, hint, now_ms, items, vectors, where)
+        return versions_placed(query, hint, self.clock.now(), items, vectors, where)
 
     def _turns(
         self, items: list[RecalledItem], limit: int | None
