@@ -9,14 +9,17 @@ to the earlier (SUPERSEDE_SIMILAR), or when both are the user speaking of themse
 "my", 我) and somewhat close (SELF_SIMILAR): a changed fact is restated in other words, and
 what singles it out is that the user says it of themselves.
 
-A question asks about the present when it says so ("now", "currently", 现在) or, in English,
-asks in the present tense about the user ("Which city do I live in?", "Who is my GP?") with
-no word of the past and no named time. Then the newest version of each of the best turns
-moves just above it; nothing else moves. A question that names a past time ("in March
-2024") moves the newest version said before that time ends just above a version said after
-it. Only for such questions: in long conversations most questions are about one event among
-many alike ("When did Jon lose his job?"), and there the newer of two similar turns is no
-better an answer (LoCoMo dev MRR .49 → .37 when every question without a past time did this).
+A question asks about the present when it says so ("now", "currently", 现在): then each of the
+best turns has its newer version moved just above it, searched for by meaning near the
+user's best statements when the rankers missed it; nothing else moves. A question in the
+present tense about the user ("Which city do I live in?", "Who is my GP?", English only,
+with no word of the past and no named time) moves only versions close as any two turns
+(TENSE_SIMILAR): such a question is as often about a fact that never changed. A question
+that names a past period ("in March 2024") moves the version said before that period ended
+just above a version said after it. Only for such questions: in long conversations most
+questions are about one event among many alike ("When did Jon lose his job?"), and there the
+newer of two similar turns is no better an answer (LoCoMo dev MRR .49 → .37 when every
+question without a past time did this).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -39,19 +42,34 @@ if TYPE_CHECKING:
 
 Item = TypeVar("Item", bound=Any)  # a RecalledItem: text_id, role, text, start_ms, score, sources
 
+
+class Said(Protocol):
+    """What telling versions apart reads of a recalled turn."""
+
+    @property
+    def text_id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+
+
 # How many of the best turns look for a newer (or, for a past time, older) version of
 # themselves among all the ranked candidates: a changed fact's first statement matches the
 # question, so it ranks near the top; its newer version may rank anywhere.
 SUPERSEDE_TOP = 10
-# Cosine (MiniLM and e5 unit vectors) above which any two turns are taken as versions of one
-# fact. Measured on bench_changes.py, the synthetic set and MemoryBank (see the docs' recall
-# section): lower lets unrelated newer small talk jump ahead.
+# Closeness (above what is usual for the turn: `Versions`) from which any two turns are taken
+# as versions of one fact: main's bare cosine of 0.6 under MiniLM, whose usual (10th
+# percentile) cosine among a question's candidates is ~0.08 on bench_changes.py ((0.6 - 0.08)
+# / 0.92 = 0.56). Lower lets unrelated newer small talk jump ahead.
 SUPERSEDE_SIMILAR = 0.55
-# Cosine above which two turns in which the user speaks of themselves are versions of one
-# fact. bench_changes.py's ten changed facts are restated at 0.43-0.65 (median 0.52); its
-# small talk about the same topics in the first person at up to 0.63, so the cosine alone
-# cannot tell them apart, and this threshold is not where the sets are decided: 0.4 and 0.5
-# were measured on bench_changes.py, the synthetic set and MemoryBank (docs' recall section).
+# Closeness from which two turns in which the user speaks of themselves are versions of one
+# fact: MiniLM's cosine 0.45 by the same reading. bench_changes.py's ten changed facts are
+# restated at cosine 0.43-0.65 (median 0.52); its first-person small talk about the same
+# topics reaches 0.47, so no threshold separates them. Measured as bare cosines while this
+# was built (before the search for later versions): 0.5 moved fewer facts (bench_changes.py
+# "now" 6 of 10, present 9 of 20) than 0.45 (7, 13); 0.4 moved more (8, 14) but put fewer
+# newest statements first (3 of 10 "now" against 5).
 SELF_SIMILAR = 0.4
 # For a question about the present, the first SEEDS of the best turns in which the user speaks
 # of themselves are each searched by meaning for their LATER_HITS nearest turns: the newer
@@ -135,7 +153,7 @@ class Versions:
         self._usual: dict[str, float] = {}
         self._stack: np.ndarray | None = None
 
-    def closeness(self, one: Any, other: Any) -> float | None:
+    def closeness(self, one: Said, other: Said) -> float | None:
         """How close `other` is to `one` (RecalledItems) when they are versions of one
         fact, else None."""
         mine, theirs = self.vectors.get(one.text_id), self.vectors.get(other.text_id)
@@ -159,7 +177,7 @@ class Versions:
         return self._usual[text_id]
 
 
-def _of_self(item: Any) -> bool:
+def _of_self(item: Said) -> bool:
     return bool(item.role == "user" and _SELF.search(item.text))
 
 
