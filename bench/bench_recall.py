@@ -360,6 +360,8 @@ def add_variant_flags(parser: argparse.ArgumentParser) -> None:
         help="ranking changes left out, comma-separated: shares (BM25 votes by word share), "
         "lift (questions about the assistant's words), zh-days (Chinese dates as days), "
         "near (neighbours of strong turns lifted), newer (a newer similar statement first), "
+        "tense (a present-tense question about the user asks about the present), "
+        "names (a question embedded without the names most turns hold), "
         "inside (the other turns of the best sessions appended), whole (the turns of the "
         "sessions ranked best as wholes lifted); "
         "several variants separated by '/', each measured on the same index",
@@ -387,10 +389,11 @@ def tune(recall: Recall, args: argparse.Namespace) -> None:
     _TUNED[id(recall)] = (recall.near_share, recall.best_sessions, recall.whole_sessions)
 
 
-CHANGES = ("shares", "lift", "zh-days", "near", "newer", "inside", "whole")
+CHANGES = ("shares", "lift", "zh-days", "near", "newer", "tense", "names", "inside", "whole")
 # Each recall's neighbour share and best sessions as tuned, put back by leave_out.
 _TUNED: dict[int, tuple[float, int, int]] = {}
 _ASKS_ASSISTANT = recall_module.asks_assistant
+_FOR_MEANING = recall_module.for_meaning
 _ZH_DATE = when._ZH_DATE
 
 
@@ -406,6 +409,8 @@ def leave_out(recall: Recall, without: str) -> None:
         vars(recall).pop("_shares", None)
     asks = (lambda question: False) if "lift" in names else _ASKS_ASSISTANT
     recall_module.asks_assistant = asks  # type: ignore[assignment]
+    as_asked = (lambda store, question: question) if "names" in names else _FOR_MEANING
+    recall_module.for_meaning = as_asked  # type: ignore[assignment]
     # Before: "5月2号" named the month alone.
     month = re.compile(r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月()")
     when._ZH_DATE = month if "zh-days" in names else _ZH_DATE
@@ -415,6 +420,7 @@ def leave_out(recall: Recall, without: str) -> None:
     recall.best_sessions = 0 if "inside" in names else best
     recall.whole_sessions = 0 if "whole" in names else whole
     recall.supersede = "newer" not in names
+    changes.PRESENT_TENSE = "tense" not in names
 
 
 class BenchClock(Clock):

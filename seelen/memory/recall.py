@@ -27,7 +27,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from seelen.errors import SeelenError
-from seelen.memory.changes import asks_present, newer_first
+from seelen.memory.changes import Where, versions_placed
 from seelen.memory.clock import Clock
 from seelen.memory.context import RECALL_TOKENS
 from seelen.memory.fusion import (
@@ -42,6 +42,7 @@ from seelen.memory.fusion import (
 )
 from seelen.memory.inside import BEST_SESSIONS, appended, best_sessions, ran_out
 from seelen.memory.lifts import NEAR_SHARE, answers_lifted, replies_lifted
+from seelen.memory.names import for_meaning
 from seelen.memory.passages import passages_for
 from seelen.memory.recalled import (
     Passage,
@@ -217,7 +218,7 @@ class Recall:
                     sessions_by_words, store, query, w, current_session
                 )
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
-        vector = self._embed(query, notices) if vectors else None
+        vector = self._embed(for_meaning(store, query), notices) if vectors else None
         if vector is not None and self.index is not None:
             pending["s:vector"] = self._run(
                 self.index.search, "summaries", vector, n, exclude_session=current_session
@@ -363,10 +364,10 @@ class Recall:
         vectors: dict[str, np.ndarray],
     ) -> list[RecalledItem]:
         """The fused turns as recalled items, best first: those of a time the question names
-        lifted, and for a question about the present newer versions of a fact first
-        (changes.py; `vectors` compare the turns). Exact score ties (common in rank fusion) go
-        to the newer turn: recency only ever breaks ties, so it never pushes a stronger match
-        down."""
+        lifted, and for a question about the present newer versions of a fact first, for
+        one about a past time the versions that held then (changes.py; `vectors` compare
+        the turns). Exact score ties (common in rank fusion) go to the newer turn: recency
+        only ever breaks ties, so it never pushes a stronger match down."""
         head = fused[: self._depth(limit)]
         found = self.store.get_turns(i for i, _, _ in head)
         items = []
@@ -375,9 +376,10 @@ class Recall:
             if t is not None and t.session_id != current_session:
                 items.append(turn_item(t, score, ranks))
         items = in_time_first(items, hint)
-        return (
-            newer_first(items, vectors) if self.supersede and asks_present(query, hint) else items
-        )
+        if not self.supersede:
+            return items
+        where = Where(self.store, self.index, current_session)
+        return versions_placed(query, hint, self.clock.now(), items, vectors, where)
 
     def _turns(
         self, items: list[RecalledItem], limit: int | None

@@ -169,6 +169,15 @@ class TextSearch:
         rows = self._rows_holding(fts, column, fts_terms(query))
         return " OR ".join(t for t, n in rows.items() if 0 < n <= self.common_rows)
 
+    def common_words(self, words: Sequence[str], share: float) -> set[str]:
+        """Those of `words` that at least `share` of the turns stored hold. Rows are counted
+        up to `common_rows` (a word's cost stays bounded), so in a memory of more than
+        `common_rows` / `share` turns no word is found that common."""
+        total = self._rows_stored()
+        terms = {w: t[0] for w in words if (t := fts_terms(w))}
+        held = self._rows_holding("conversation_fts", "text", list(terms.values()))
+        return {w for w, t in terms.items() if total and held.get(t, 0) >= share * total}
+
     def search_turns_text(
         self,
         query: str,
