@@ -4,6 +4,7 @@ LanceDB tables and usearch files in a temporary folder, with the thresholds lowe
 from __future__ import annotations
 
 import stat
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,93 @@ def test_a_deleted_row_never_comes_back(tmp_path: Path) -> None:
     lancedb = by_lancedb(path)
     check()
     assert index.search("turns", -matrix[8], 1)[0].text_id == "t8"
+
+
+def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(tmp_path: Path) -> None:
+    """A whole build reads a snapshot of the table with no lock held: forgetting (by id, by
+    session) and a move of new rows go on meanwhile, and are replayed on the graph before it
+    is published for the table's version, so the forgotten rows are never found through it
+    and the moved ones are."""
+    path = tmp_path / "lancedb"
+    matrix = vectors(350)
+    fill(writer(path, graph_rows=None), matrix[:300])  # a writer that kept no graph
+    index = writer(path)
+    keeper, building, go = index._graphs, threading.Event(), threading.Event()
+    build = keeper.build
+
+    def held_up(kind: str, snapshot):  # type: ignore[no-untyped-def]
+        building.set()  # the snapshot is taken: the build runs until `go`
+        assert go.wait(30)
+        return build(kind, snapshot)
+
+    keeper.build = held_up  # type: ignore[method-assign]
+    built: list[str] = []
+    builder = threading.Thread(target=lambda: built.extend(index.build_missing_graphs()))
+    builder.start()
+    assert building.wait(30)
+
+    def writes() -> None:
+        assert index.delete("turns", text_ids=["t7"]) == 1
+        assert index.delete("turns", session_id="s3") == len(range(3, 300, SESSIONS))
+        for start in range(300, 350, 25):  # a move of 50 rows into the main table
+            index.add("turns", rows(matrix[start : start + 25], "n", start))
+
+    writer_thread = threading.Thread(target=writes)
+    writer_thread.start()
+    writer_thread.join(30)
+    assert not writer_thread.is_alive()  # the writes did not wait for the build
+    assert index._graphs.current("turns", index._tables["turns"].version) is None
+    go.set()
+    builder.join(30)
+    assert built == ["turns"]
+    graph = index._graphs.current("turns", index._tables["turns"].version)
+    assert graph is not None  # published for the version the writes reached
+    flags = dict(zip(graph.rows.ids.to_pylist(), graph.rows.alive.tolist(), strict=True))
+    assert flags["t7"] is False and flags["t3"] is False and flags["n340"] is True
+    lancedb = by_lancedb(path)
+    for query in (matrix[7], matrix[3], matrix[340], matrix[8]):
+        for options in ({}, {"exclude_session": "s0"}, {"only_sessions": ["s0", "s3"]}):
+            before = index._graphs.answered
+            hits = index.search("turns", query, 8, **options)  # type: ignore[arg-type]
+            assert index._graphs.answered == before + 1
+            assert not {"t7", "t3"} & {h.text_id for h in hits}
+            assert all(h.session_id != "s3" for h in hits)
+            same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
+    assert index.search("turns", matrix[340], 1)[0].text_id == "n340"
+
+
+def test_a_rebuild_asked_during_a_build_throws_it_away_and_builds_again(tmp_path: Path) -> None:
+    """A build overtaken by a rebuild (`rebuild_indices`) is not published; the graph built
+    after it is, once: the rows file names one graph file."""
+    path = tmp_path / "lancedb"
+    matrix = vectors(300)
+    fill(writer(path, graph_rows=None), matrix)
+    index = writer(path)
+    keeper, building, go = index._graphs, threading.Event(), threading.Event()
+    build, snapshots = keeper.build, []
+
+    def held_up(kind: str, snapshot):  # type: ignore[no-untyped-def]
+        snapshots.append(snapshot.version)
+        if len(snapshots) == 1:
+            building.set()
+            assert go.wait(30)
+        return build(kind, snapshot)
+
+    keeper.build = held_up  # type: ignore[method-assign]
+    builder = threading.Thread(target=index.build_missing_graphs)
+    builder.start()
+    assert building.wait(30)
+    rebuilt = threading.Thread(target=index.rebuild_indices)  # asks for a graph anew
+    rebuilt.start()
+    rebuilt.join(30)
+    assert not rebuilt.is_alive()  # it did not wait for the build either
+    go.set()
+    builder.join(30)
+    version = index._tables["turns"].version
+    assert len(snapshots) == 2 and snapshots[1] == version
+    graph = index._graphs.current("turns", version)
+    assert graph is not None and len(graph_files(path)) == 2  # one graph file and its rows
+    assert index.search("turns", matrix[42], 1)[0].text_id == "t42"
 
 
 @pytest.mark.parametrize("damage", ["graph", "rows"])

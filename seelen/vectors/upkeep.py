@@ -17,9 +17,12 @@ from seelen.vectors.sidecar import GraphKeeper
 
 if TYPE_CHECKING:
     from lancedb._lancedb import IndexConfig
+    from lancedb.db import LanceDBConnection
     from lancedb.table import LanceTable
 
 RECENT = "_recent"  # suffix of the small write table of each kind
+# Whole builds of one kind in a row, while a rebuild asked meanwhile throws each away.
+BUILD_TRIES = 3
 
 
 class TableUpkeep:
@@ -53,11 +56,49 @@ class TableUpkeep:
     def _trained_rows(self) -> dict[str, int]:
         raise NotImplementedError
 
+    def _connect(self) -> LanceDBConnection:
+        raise NotImplementedError
+
     def maintain(self) -> None:
         """Compact every table and bring the indices up to date now (e.g. after a bulk
         re-index); otherwise this happens by itself as rows are added."""
         with self._writing(), tb.lance_errors("optimize"):
             self._maintain_all(rebuild=False)
+        self.build_graphs()
+
+    def build_graphs(self) -> list[str]:
+        """Build the graphs that writes left due (`GraphKeeper.changed`), each from a snapshot
+        of its table and with no lock held: adds and forgets go on meanwhile, and are
+        replayed on the graph before it is published (`GraphKeeper.finish`). Slow for a
+        large table (100k distinct vectors: 16-24 s of two cores; a million: ~13 min): call
+        it off the UI. Returns the kinds built; a kind another thread builds is left to it."""
+        built: list[str] = []
+        for kind in KINDS if self._graphs.due else ():
+            for _ in range(BUILD_TRIES):
+                if (job := self._claim_build(kind)) is None:
+                    break
+                keeper, version, snapshot = job
+                made = keeper.build(kind, snapshot)
+                with self._writing():
+                    main = self._table(kind) if keeper is self._graphs else None
+                    done = keeper.finish(kind, made, version, main)
+                del made
+                give_back()  # the graph as built: the mapped file serves searches
+                if done:
+                    built.append(kind)
+                    break
+        return built
+
+    def _claim_build(self, kind: str) -> tuple[GraphKeeper, int, LanceTable] | None:
+        """The keeper, table version and a handle fixed at that version (a snapshot) for
+        `kind`'s due build, now taken; None when none is due (or another thread builds)."""
+        with self._writing(), tb.lance_errors("build graphs"):
+            if kind not in self._graphs.due or (main := self._table(kind)) is None:
+                return None
+            version = int(main.version)
+            snapshot = self._connect().open_table(kind)
+            snapshot.checkout(version)
+            return (self._graphs, version, snapshot) if self._graphs.claim(kind) else None
 
     def _maintain_all(self, *, rebuild: bool) -> None:
         """Compact every table, index the main ones (retrain them all: `rebuild`), and bring
@@ -94,6 +135,7 @@ class TableUpkeep:
                             self._graphs.changed(kind, main, -1, rebuild=True)
                     self._unmaintained.clear()
                 give_back()
+                self.build_graphs()
 
     def _move_recent(self, kind: str, recent: LanceTable) -> None:
         """Copy the recent table into the main one in a single write, then empty it."""
@@ -156,21 +198,17 @@ class TableUpkeep:
         """Compact every table and retrain the vector indices from scratch (`db optimize`)."""
         with self._writing(), tb.lance_errors("rebuild indices"):
             self._maintain_all(rebuild=True)
+        self.build_graphs()
 
     def build_missing_graphs(self) -> list[str]:
         """Build the graph of each main table that should have one and has none current: a
         profile that grew past the graphs' size before they existed, or whose graph was
         damaged or removed. Otherwise such a table is searched by LanceDB until its next
         move of 5,000 rows. Returns the kinds built. Slow for a large table (100k distinct
-        vectors: 16-24 s of two cores; a million: ~13 min), and writes wait meanwhile: the
-        indexer's background thread runs it, never a one-shot command."""
-        built = []
+        vectors: 16-24 s of two cores; a million: ~13 min), though writes go on meanwhile
+        (`build_graphs`): the indexer's background thread runs it, never a one-shot command."""
         with self._writing(), tb.lance_errors("build graphs"):
             for kind in KINDS:
-                if (main := self._table(kind)) is None:
-                    continue
-                had = self._graphs.current(kind, main.version) is not None
-                self._graphs.changed(kind, main, main.version, build=True)
-                if not had and self._graphs.current(kind, main.version) is not None:
-                    built.append(kind)
-        return built
+                if (main := self._table(kind)) is not None:
+                    self._graphs.changed(kind, main, main.version, build=True)
+        return self.build_graphs()
