@@ -5,7 +5,7 @@ added by a move.
 A whole build takes long (100k distinct vectors: 16-24 s of two cores; a million: ~13 min),
 so it reads a snapshot of the table (one version, checked out on a handle of its own) with no
 lock held, while the writer goes on adding and forgetting; the changes it makes meanwhile are
-kept (`Change`) and replayed on the built graph before it is published (`sidecar.py`).
+kept (`TableChange`) and replayed on the built graph before it is published (`sidecar.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ BATCH_ROWS = 20_000
 
 
 @dataclass(frozen=True)
-class Change:
+class TableChange:
     """One write of a main table, from version `before` to `after`: rows deleted by id or
     session, rows added (a move; an added id replaces the row it had)."""
 
@@ -70,7 +70,7 @@ def build_whole(table: LanceTable, dim: int) -> Built:
     return Built(index, joined(parts))
 
 
-def replayed(built: Built, changes: Sequence[Change], dim: int) -> Built:
+def replayed(built: Built, changes: Sequence[TableChange], dim: int) -> Built:
     """`built` through `changes` in order: deleted rows flagged, added rows put in the graph
     (which then needs saving again: `saved` is cleared)."""
     for change in changes:

@@ -31,7 +31,7 @@ import numpy as np
 from seelen.heap import give_back
 from seelen.vectors import graph as gr
 from seelen.vectors import graph_files as gf
-from seelen.vectors.graph_build import Built, Change, build_whole, flagged, grown, replayed
+from seelen.vectors.graph_build import Built, TableChange, build_whole, flagged, grown, replayed
 from seelen.vectors.records import KINDS, VectorHit
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class GraphKeeper:
         self.due: set[str] = set()  # kinds whose whole build waits for `build_graphs`
         # Kinds being built: the changes made since the build's snapshot, to replay on it
         # (None: a rebuild was asked meanwhile, so the build is thrown away and due again).
-        self._building: dict[str, list[Change] | None] = {}
+        self._building: dict[str, list[TableChange] | None] = {}
 
     def current(self, kind: str, version: int) -> gr.Graph | None:
         """The sidecar of `kind` matching table version `version`, or None (search LanceDB).
@@ -132,7 +132,8 @@ class GraphKeeper:
             if rebuild or journal is None:
                 self._building[kind] = None
             elif version != before:
-                journal.append(Change(before, version, added, tuple(removed_ids), removed_session))
+                change = TableChange(before, version, added, tuple(removed_ids), removed_session)
+                journal.append(change)
             return
         if (
             version == before
@@ -209,7 +210,7 @@ class GraphKeeper:
         return fresh is not None
 
     def _caught_up(
-        self, built: Built, version: int, journal: list[Change], main: LanceTable
+        self, built: Built, version: int, journal: list[TableChange], main: LanceTable
     ) -> tuple[int, Built] | None:
         """`built` through the kept changes, and the table version they reach: None unless
         they lead unbroken from `version` to `main`'s, and the table still wants a graph."""
