@@ -65,6 +65,21 @@ def graph_files(path: Path) -> list[Path]:
     return sorted(path.glob("turns.graph*"))
 
 
+def forgotten_stay_gone(
+    index: VectorIndex, lancedb: VectorIndex, queries: list[np.ndarray]
+) -> None:
+    """t7 and session s3 were forgotten: searches through the graph (whole table, a session
+    left out, inside sessions) never find them, and return what LanceDB's own search does."""
+    for query in queries:
+        for options in ({}, {"exclude_session": "s0"}, {"only_sessions": ["s0", "s3"]}):
+            before = index._graphs.answered
+            hits = index.search("turns", query, 8, **options)  # type: ignore[arg-type]
+            assert index._graphs.answered == before + 1
+            assert not {"t7", "t3"} & {h.text_id for h in hits}
+            assert all(h.session_id != "s3" for h in hits)
+            same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
+
+
 def test_searches_through_the_graph_match_lancedbs(tmp_path: Path) -> None:
     """Whole-table searches (with a session left out) and searches inside sessions return
     the rows and scores LanceDB's own search returns, and the graph answered them."""
@@ -121,14 +136,7 @@ def test_a_deleted_row_never_comes_back(tmp_path: Path) -> None:
     lancedb = by_lancedb(path)
 
     def check() -> None:
-        for query in (matrix[7], matrix[3], matrix[8]):
-            for options in ({}, {"exclude_session": "s0"}, {"only_sessions": ["s0", "s3"]}):
-                before = index._graphs.answered
-                hits = index.search("turns", query, 8, **options)  # type: ignore[arg-type]
-                assert index._graphs.answered == before + 1
-                assert not {"t7", "t3"} & {h.text_id for h in hits}
-                assert all(h.session_id != "s3" for h in hits)
-                same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
+        forgotten_stay_gone(index, lancedb, [matrix[7], matrix[3], matrix[8]])
         assert index.search("turns", matrix[8], 1)[0].text_id != "t8"  # its old vector is gone
 
     check()
@@ -182,15 +190,7 @@ def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(tmp_path: Pat
     assert graph is not None  # published for the version the writes reached
     flags = dict(zip(graph.rows.ids.to_pylist(), graph.rows.alive.tolist(), strict=True))
     assert flags["t7"] is False and flags["t3"] is False and flags["n340"] is True
-    lancedb = by_lancedb(path)
-    for query in (matrix[7], matrix[3], matrix[340], matrix[8]):
-        for options in ({}, {"exclude_session": "s0"}, {"only_sessions": ["s0", "s3"]}):
-            before = index._graphs.answered
-            hits = index.search("turns", query, 8, **options)  # type: ignore[arg-type]
-            assert index._graphs.answered == before + 1
-            assert not {"t7", "t3"} & {h.text_id for h in hits}
-            assert all(h.session_id != "s3" for h in hits)
-            same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
+    forgotten_stay_gone(index, by_lancedb(path), [matrix[7], matrix[3], matrix[340], matrix[8]])
     assert index.search("turns", matrix[340], 1)[0].text_id == "n340"
 
 
