@@ -161,10 +161,10 @@ def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(tmp_path: Pat
     keeper, building, go = index._graphs, threading.Event(), threading.Event()
     build = keeper.build
 
-    def held_up(kind: str, snapshot):  # type: ignore[no-untyped-def]
+    def held_up(kind: str, snapshot, changes):  # type: ignore[no-untyped-def]
         building.set()  # the snapshot is taken: the build runs until `go`
         assert go.wait(30)
-        return build(kind, snapshot)
+        return build(kind, snapshot, changes)
 
     keeper.build = held_up  # type: ignore[method-assign]
     built: list[str] = []
@@ -194,6 +194,45 @@ def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(tmp_path: Pat
     assert index.search("turns", matrix[340], 1)[0].text_id == "n340"
 
 
+def test_a_move_grows_the_graph_off_the_lock_and_a_forget_meanwhile_is_replayed(
+    tmp_path: Path,
+) -> None:
+    """A move into a table with a current graph makes it due to grow (loaded, added to,
+    saved whole): with no lock held, so a forget meanwhile does not wait, and is replayed
+    on the grown graph before it is published."""
+    path = tmp_path / "lancedb"
+    matrix = vectors(350)
+    index = writer(path)
+    fill(index, matrix[:300])
+    keeper, building, go = index._graphs, threading.Event(), threading.Event()
+    build, replays = keeper.build, []
+
+    def held_up(kind: str, source, changes):  # type: ignore[no-untyped-def]
+        replays.append([c.added is not None for c in changes])
+        building.set()
+        assert go.wait(30)
+        return build(kind, source, changes)
+
+    keeper.build = held_up  # type: ignore[method-assign]
+    for start in range(300, 350, 25):  # a move; its growth left to `build_graphs`
+        index.add("turns", rows(matrix[start : start + 25], "n", start), build=False)
+    builder = threading.Thread(target=index.build_graphs)
+    builder.start()
+    assert building.wait(30)
+    forget = threading.Thread(target=index.delete, args=("turns",), kwargs={"text_ids": ["t7"]})
+    forget.start()
+    forget.join(30)
+    assert not forget.is_alive()  # it did not wait for the graph to grow
+    index.delete("turns", session_id="s3")
+    go.set()
+    builder.join(30)
+    assert replays == [[True]]  # the move, replayed on the graph of the version before it
+    graph = index._graphs.current("turns", index._tables["turns"].version)
+    assert graph is not None and len(graph) == 350
+    forgotten_stay_gone(index, by_lancedb(path), [matrix[7], matrix[3], matrix[340]])
+    assert index.search("turns", matrix[340], 1)[0].text_id == "n340"
+
+
 def test_a_rebuild_asked_during_a_build_throws_it_away_and_builds_again(tmp_path: Path) -> None:
     """A build overtaken by a rebuild (`rebuild_indices`) is not published; the graph built
     after it is, once: the rows file names one graph file."""
@@ -204,12 +243,12 @@ def test_a_rebuild_asked_during_a_build_throws_it_away_and_builds_again(tmp_path
     keeper, building, go = index._graphs, threading.Event(), threading.Event()
     build, snapshots = keeper.build, []
 
-    def held_up(kind: str, snapshot):  # type: ignore[no-untyped-def]
+    def held_up(kind: str, snapshot, changes):  # type: ignore[no-untyped-def]
         snapshots.append(snapshot.version)
         if len(snapshots) == 1:
             building.set()
             assert go.wait(30)
-        return build(kind, snapshot)
+        return build(kind, snapshot, changes)
 
     keeper.build = held_up  # type: ignore[method-assign]
     builder = threading.Thread(target=index.build_missing_graphs)

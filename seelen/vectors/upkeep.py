@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from seelen.heap import give_back
 from seelen.vectors import tables as tb
 from seelen.vectors.filters import id_predicates
+from seelen.vectors.graph import Graph
+from seelen.vectors.graph_build import TableChange
 from seelen.vectors.recent import RecentRows
 from seelen.vectors.records import KINDS
 from seelen.vectors.sidecar import GraphKeeper
@@ -77,11 +79,11 @@ class TableUpkeep:
             for _ in range(BUILD_TRIES):
                 if (job := self._claim_build(kind)) is None:
                     break
-                keeper, version, snapshot = job
-                made = keeper.build(kind, snapshot)
+                keeper, version, source, changes = job
+                made = keeper.build(kind, source, changes)
                 with self._writing():
                     main = self._table(kind) if keeper is self._graphs else None
-                    done = keeper.finish(kind, made, version, main)
+                    done = keeper.finish(kind, made, version, len(changes), main)
                 del made
                 give_back()  # the graph as built: the mapped file serves searches
                 if done:
@@ -89,16 +91,24 @@ class TableUpkeep:
                     break
         return built
 
-    def _claim_build(self, kind: str) -> tuple[GraphKeeper, int, LanceTable] | None:
-        """The keeper, table version and a handle fixed at that version (a snapshot) for
-        `kind`'s due build, now taken; None when none is due (or another thread builds)."""
+    def _claim_build(
+        self, kind: str
+    ) -> tuple[GraphKeeper, int, LanceTable | Graph, list[TableChange]] | None:
+        """`kind`'s due build, now taken: the keeper, the table version it starts from, what
+        it starts from (the graph of that version, or a handle fixed at it: a snapshot) and
+        the changes to replay while building; None when none is due (or another thread
+        builds it)."""
         with self._writing(), tb.lance_errors("build graphs"):
-            if kind not in self._graphs.due or (main := self._table(kind)) is None:
+            keeper = self._graphs
+            if kind not in keeper.due or (main := self._table(kind)) is None:
                 return None
-            version = int(main.version)
-            snapshot = self._connect().open_table(kind)
-            snapshot.checkout(version)
-            return (self._graphs, version, snapshot) if self._graphs.claim(kind) else None
+            source: LanceTable | Graph | None = keeper.base(kind)
+            if source is None:
+                source = self._connect().open_table(kind)
+                source.checkout(int(main.version))
+            version = source.version
+            changes = keeper.claim(kind)
+            return None if changes is None else (keeper, int(version), source, changes)
 
     def _maintain_all(self, *, rebuild: bool) -> None:
         """Compact every table, index the main ones (retrain them all: `rebuild`), and bring
