@@ -166,8 +166,8 @@ class TextSearch:
             return {t: counts[(fts, t)] for t in terms}
 
     def rows_with(self, terms: Sequence[str]) -> list[np.ndarray]:
-        """The rows (seq) of the spoken turns holding each of `terms` (FTS5 phrases), in
-        row order, read once while nothing changes (`WordCounts`)."""
+        """The rows (seq) of the spoken turns holding each of `terms` (FTS5 phrases), sorted,
+        read once while nothing changes (`WordCounts`)."""
         sql = "SELECT group_concat(rowid) FROM conversation_fts WHERE conversation_fts MATCH ?"
         with self._lock:
             counted = self._counted()
@@ -176,7 +176,7 @@ class TextSearch:
                 if t not in counted.rows:  # one string, not a row object per turn (0.3 ms)
                     (listed,) = self._query(sql, (f"text : {t}",))[0]
                     found = listed.split(",") if listed else []
-                    counted.rows[t] = np.array(found, dtype=np.int64)
+                    counted.rows[t] = np.sort(np.array(found, dtype=np.int64))
             return [counted.rows[t] for t in terms]
 
     def _counted(self) -> WordCounts:
@@ -258,7 +258,8 @@ class TextSearch:
                 continue
             weight = math.log((total + 1) / len(holding))
             weights[term] = weight
-            for seq in candidates[np.isin(candidates, holding)].tolist():
+            at = np.searchsorted(holding, candidates).clip(max=len(holding) - 1)
+            for seq in candidates[holding[at] == candidates].tolist():
                 held[seqs[seq]] += weight
         whole = sum(weights.values())
         return {i: held[i] / whole if whole else 0.0 for i in ids}
