@@ -188,6 +188,13 @@ class GraphKeeper:
             self._building[kind] = []
         return list(self._building[kind] or [])
 
+    def give_up(self, kind: str) -> None:
+        """Drop `kind`'s due build, which could not start: stale until the next move."""
+        self.due.discard(kind)
+        if kind not in self._claimed:
+            self._building.pop(kind, None)
+            self._bases.pop(kind, None)
+
     def build(
         self, kind: str, source: LanceTable | gr.Graph, changes: list[TableChange]
     ) -> Built | None:

@@ -3,6 +3,7 @@ table, scalar and vector indices built when due, bulk passes that do it all once
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from lancedb._lancedb import IndexConfig
     from lancedb.db import LanceDBConnection
     from lancedb.table import LanceTable
+
+log = logging.getLogger(__name__)
 
 RECENT = "_recent"  # suffix of the small write table of each kind
 # Whole builds of one kind in a row, while a rebuild asked meanwhile throws each away.
@@ -103,9 +106,14 @@ class TableUpkeep:
             if kind not in keeper.due or (main := self._table(kind)) is None:
                 return None
             source: LanceTable | Graph | None = keeper.base(kind)
-            if source is None:
-                source = self._connect().open_table(kind)
-                source.checkout(int(main.version))
+            try:
+                if source is None:
+                    source = self._connect().open_table(kind)
+                    source.checkout(int(main.version))
+            except Exception:  # a graph never fails a write: stale until the next move
+                log.warning("vector index: the %s graph is left stale", kind, exc_info=True)
+                keeper.give_up(kind)
+                return None
             version = source.version
             changes = keeper.claim(kind)
             return None if changes is None else (keeper, int(version), source, changes)
