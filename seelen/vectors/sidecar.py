@@ -7,11 +7,11 @@ flags rows in the rows file only (the graph file is kept: 20-30 ms at 100k rows)
 and a whole build is due when there is no current sidecar to start from (after a bulk pass,
 a re-index, `rebuild_indices`, or another writer's change), or when flagged rows pass
 DEAD_SHARE. A delete with no current sidecar leaves it stale: the next move rebuilds it.
-A whole build runs with no lock held (`VectorIndex.build_graphs`), from a snapshot of the
-table: the writer's changes meanwhile are kept and replayed on it, and it is published for
-the table's version they reach, or thrown away if the table changed in a way not kept
-(another writer); so a forget never waits for a build, and a row it deleted is never found
-through a graph.
+A whole build, and a move's growth, run with no lock held (`VectorIndex.build_graphs`),
+from a snapshot of the table or from the graph of the version before the move: the writer's
+changes meanwhile are kept and replayed on it, and it is published for the table's version
+they reach, or thrown away if the table changed in a way not kept (another writer); so a
+forget never waits for a build, and a row it deleted is never found through a graph.
 At a million distinct vectors (usearch alone, load 4): a whole build takes 792 s of 2 threads
 and an 874 MiB file, a move of 5,000 rows 8 s (load 0.9, add 5.4, save 1.9) and ~1.1 GiB
 while the graph is loaded; the profiles of bench_scale.py borrow 2,000 vectors, so their
