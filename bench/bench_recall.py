@@ -551,15 +551,15 @@ class StagedRecall(Recall):
             wall.append((time.perf_counter() - started) * 1000)
             used.append((time.thread_time() - cpu) * 1000)
 
-    def _passages(self, ranked: list[Any]) -> list[Any]:
-        result: list[Any] = self._timed("passage", super()._passages, ranked)
+    def _passages(self, ranked: list[Any], fill: Any) -> list[Any]:
+        result: list[Any] = self._timed("passage", super()._passages, ranked, fill)
         return result
 
-    def _answers(self, fused: Any) -> Any:
-        return self._timed("answer-lift", super()._answers, fused)
+    def _answers(self, fused: Any, reads: Any) -> Any:
+        return self._timed("answer-lift", super()._answers, fused, reads)
 
-    def _more(self, fused: Any, vector: Any, ranked: Any, notices: Any) -> Any:
-        return self._timed("inside", super()._more, fused, vector, ranked, notices)
+    def _more(self, fused: Any, vector: Any, ranked: Any, notices: Any, reads: Any) -> Any:
+        return self._timed("inside", super()._more, fused, vector, ranked, notices, reads)
 
     def _shares(self, query: str, lists: Any) -> dict[str, float]:
         if not any(hits for name, hits in lists.items() if name.startswith("bm25")):

@@ -4,6 +4,7 @@ LanceDB tables and usearch files in a temporary folder, with the thresholds lowe
 from __future__ import annotations
 
 import stat
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,21 @@ def graph_files(path: Path) -> list[Path]:
     return sorted(path.glob("turns.graph*"))
 
 
+def forgotten_stay_gone(
+    index: VectorIndex, lancedb: VectorIndex, queries: list[np.ndarray]
+) -> None:
+    """t7 and session s3 were forgotten: searches through the graph (whole table, a session
+    left out, inside sessions) never find them, and return what LanceDB's own search does."""
+    for query in queries:
+        for options in ({}, {"exclude_session": "s0"}, {"only_sessions": ["s0", "s3"]}):
+            before = index._graphs.answered
+            hits = index.search("turns", query, 8, **options)  # type: ignore[arg-type]
+            assert index._graphs.answered == before + 1
+            assert not {"t7", "t3"} & {h.text_id for h in hits}
+            assert all(h.session_id != "s3" for h in hits)
+            same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
+
+
 def test_searches_through_the_graph_match_lancedbs(tmp_path: Path) -> None:
     """Whole-table searches (with a session left out) and searches inside sessions return
     the rows and scores LanceDB's own search returns, and the graph answered them."""
@@ -120,14 +136,7 @@ def test_a_deleted_row_never_comes_back(tmp_path: Path) -> None:
     lancedb = by_lancedb(path)
 
     def check() -> None:
-        for query in (matrix[7], matrix[3], matrix[8]):
-            for options in ({}, {"exclude_session": "s0"}, {"only_sessions": ["s0", "s3"]}):
-                before = index._graphs.answered
-                hits = index.search("turns", query, 8, **options)  # type: ignore[arg-type]
-                assert index._graphs.answered == before + 1
-                assert not {"t7", "t3"} & {h.text_id for h in hits}
-                assert all(h.session_id != "s3" for h in hits)
-                same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
+        forgotten_stay_gone(index, lancedb, [matrix[7], matrix[3], matrix[8]])
         assert index.search("turns", matrix[8], 1)[0].text_id != "t8"  # its old vector is gone
 
     check()
@@ -138,6 +147,124 @@ def test_a_deleted_row_never_comes_back(tmp_path: Path) -> None:
     lancedb = by_lancedb(path)
     check()
     assert index.search("turns", -matrix[8], 1)[0].text_id == "t8"
+
+
+def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(tmp_path: Path) -> None:
+    """A whole build reads a snapshot of the table with no lock held: forgetting (by id, by
+    session) and a move of new rows go on meanwhile, and are replayed on the graph before it
+    is published for the table's version, so the forgotten rows are never found through it
+    and the moved ones are."""
+    path = tmp_path / "lancedb"
+    matrix = vectors(350)
+    fill(writer(path, graph_rows=None), matrix[:300])  # a writer that kept no graph
+    index = writer(path)
+    keeper, building, go = index._graphs, threading.Event(), threading.Event()
+    build = keeper.build
+
+    def held_up(kind: str, snapshot, changes):  # type: ignore[no-untyped-def]
+        building.set()  # the snapshot is taken: the build runs until `go`
+        assert go.wait(30)
+        return build(kind, snapshot, changes)
+
+    keeper.build = held_up  # type: ignore[method-assign]
+    built: list[str] = []
+    builder = threading.Thread(target=lambda: built.extend(index.build_missing_graphs()))
+    builder.start()
+    assert building.wait(30)
+
+    def writes() -> None:
+        assert index.delete("turns", text_ids=["t7"]) == 1
+        assert index.delete("turns", session_id="s3") == len(range(3, 300, SESSIONS))
+        for start in range(300, 350, 25):  # a move of 50 rows into the main table
+            index.add("turns", rows(matrix[start : start + 25], "n", start))
+
+    writer_thread = threading.Thread(target=writes)
+    writer_thread.start()
+    writer_thread.join(30)
+    assert not writer_thread.is_alive()  # the writes did not wait for the build
+    assert index._graphs.current("turns", index._tables["turns"].version) is None
+    go.set()
+    builder.join(30)
+    assert built == ["turns"]
+    graph = index._graphs.current("turns", index._tables["turns"].version)
+    assert graph is not None  # published for the version the writes reached
+    flags = dict(zip(graph.rows.ids.to_pylist(), graph.rows.alive.tolist(), strict=True))
+    assert flags["t7"] is False and flags["t3"] is False and flags["n340"] is True
+    forgotten_stay_gone(index, by_lancedb(path), [matrix[7], matrix[3], matrix[340], matrix[8]])
+    assert index.search("turns", matrix[340], 1)[0].text_id == "n340"
+
+
+def test_a_move_grows_the_graph_off_the_lock_and_a_forget_meanwhile_is_replayed(
+    tmp_path: Path,
+) -> None:
+    """A move into a table with a current graph makes it due to grow (loaded, added to,
+    saved whole): with no lock held, so a forget meanwhile does not wait, and is replayed
+    on the grown graph before it is published."""
+    path = tmp_path / "lancedb"
+    matrix = vectors(350)
+    index = writer(path)
+    fill(index, matrix[:300])
+    keeper, building, go = index._graphs, threading.Event(), threading.Event()
+    build, replays = keeper.build, []
+
+    def held_up(kind: str, source, changes):  # type: ignore[no-untyped-def]
+        replays.append([c.added is not None for c in changes])
+        building.set()
+        assert go.wait(30)
+        return build(kind, source, changes)
+
+    keeper.build = held_up  # type: ignore[method-assign]
+    for start in range(300, 350, 25):  # a move; its growth left to `build_graphs`
+        index.add("turns", rows(matrix[start : start + 25], "n", start), build=False)
+    builder = threading.Thread(target=index.build_graphs)
+    builder.start()
+    assert building.wait(30)
+    forget = threading.Thread(target=index.delete, args=("turns",), kwargs={"text_ids": ["t7"]})
+    forget.start()
+    forget.join(30)
+    assert not forget.is_alive()  # it did not wait for the graph to grow
+    index.delete("turns", session_id="s3")
+    go.set()
+    builder.join(30)
+    assert replays == [[True]]  # the move, replayed on the graph of the version before it
+    graph = index._graphs.current("turns", index._tables["turns"].version)
+    assert graph is not None and len(graph) == 350
+    forgotten_stay_gone(index, by_lancedb(path), [matrix[7], matrix[3], matrix[340]])
+    assert index.search("turns", matrix[340], 1)[0].text_id == "n340"
+
+
+def test_a_rebuild_asked_during_a_build_throws_it_away_and_builds_again(tmp_path: Path) -> None:
+    """A build overtaken by a rebuild (`rebuild_indices`) is not published; the graph built
+    after it is, once: the rows file names one graph file."""
+    path = tmp_path / "lancedb"
+    matrix = vectors(300)
+    fill(writer(path, graph_rows=None), matrix)
+    index = writer(path)
+    keeper, building, go = index._graphs, threading.Event(), threading.Event()
+    build, snapshots = keeper.build, []
+
+    def held_up(kind: str, snapshot, changes):  # type: ignore[no-untyped-def]
+        snapshots.append(snapshot.version)
+        if len(snapshots) == 1:
+            building.set()
+            assert go.wait(30)
+        return build(kind, snapshot, changes)
+
+    keeper.build = held_up  # type: ignore[method-assign]
+    builder = threading.Thread(target=index.build_missing_graphs)
+    builder.start()
+    assert building.wait(30)
+    rebuilt = threading.Thread(target=index.rebuild_indices)  # asks for a graph anew
+    rebuilt.start()
+    rebuilt.join(30)
+    assert not rebuilt.is_alive()  # it did not wait for the build either
+    go.set()
+    builder.join(30)
+    version = index._tables["turns"].version
+    assert len(snapshots) == 2 and snapshots[1] == version
+    graph = index._graphs.current("turns", version)
+    assert graph is not None and len(graph_files(path)) == 2  # one graph file and its rows
+    assert index.search("turns", matrix[42], 1)[0].text_id == "t42"
 
 
 @pytest.mark.parametrize("damage", ["graph", "rows"])

@@ -229,6 +229,7 @@ class Indexer:
                     if items:
                         self._embed_into(self.index, kind, items)
                         self.store.mark_indexed([i.text_id for i in items])
+            self.index.build_graphs()  # a move's whole build: forgetting need not wait
             done += len(turns) + len(summaries)
             self._report("indexing memory", progress, done, max(total, done))
         self._doing = None
@@ -243,7 +244,7 @@ class Indexer:
             VectorRow(i.text_id, i.session_id, _start(i), v)
             for i, v in zip(items, vectors, strict=True)
         ]
-        index.add(kind, rows)
+        index.add(kind, rows, build=False)  # built after the batch (`_index_batches`)
 
     def _with_context(self, turns: Sequence[Any]) -> list[str]:
         """What to embed for each turn: the user's short reply together with the turn it

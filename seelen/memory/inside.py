@@ -32,7 +32,7 @@ from seelen.memory.fusion import RRF_K
 from seelen.memory.recalled import RecalledItem, turn_item
 
 if TYPE_CHECKING:
-    from seelen.store import Store
+    from seelen.memory.reads import TurnReads
     from seelen.vectors import VectorHit
 
 # How many sessions are searched again: as many as the summaries shown (RECALL_SESSION_NUM's
@@ -41,9 +41,9 @@ BEST_SESSIONS = 3
 RANKER = "vector_in_best"
 
 
-def best_sessions(store: Store, ranked: Sequence[str], n: int) -> list[str]:
+def best_sessions(reads: TurnReads, ranked: Sequence[str], n: int) -> list[str]:
     """The first `n` distinct sessions of the `ranked` turn ids (best first)."""
-    found = store.get_turns(ranked)
+    found = reads.get_turns(ranked)
     out: list[str] = []
     for text_id in ranked:
         t = found.get(text_id)
@@ -55,13 +55,13 @@ def best_sessions(store: Store, ranked: Sequence[str], n: int) -> list[str]:
 
 
 def appended(
-    store: Store, items: Sequence[RecalledItem], hits: Sequence[VectorHit]
+    reads: TurnReads, items: Sequence[RecalledItem], hits: Sequence[VectorHit]
 ) -> list[RecalledItem]:
     """`items` (ranked) followed by the turns of `hits` (best first) they lack. Each is scored
     half a vote at its rank in that search (as a session's turns are where a summary leads),
     never above the turn before it, so the order stays."""
     known = {i.text_id for i in items}
-    turns = store.get_turns(h.text_id for h in hits if h.text_id not in known)
+    turns = reads.get_turns(h.text_id for h in hits if h.text_id not in known)
     out = list(items)
     floor = items[-1].score if items else float("inf")
     for rank, hit in enumerate(hits, start=1):

@@ -7,8 +7,12 @@ the arithmetic is in fusion.py.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seelen.memory.fusion import Fused, lift_replies, spread_to_neighbours
-from seelen.store import Store
+
+if TYPE_CHECKING:
+    from seelen.memory.reads import TurnReads
 
 # The user's answer to a matching question: each of the NEAR_FROM best turns in which the
 # assistant asks something ("Which soup did you make?") passes NEAR_SHARE of its score to the
@@ -23,26 +27,26 @@ NEAR_SHARE = 0.5
 _ASKS = ("?", "？")
 
 
-def replies_lifted(store: Store, fused: Fused, depth: int) -> Fused:
+def replies_lifted(reads: TurnReads, fused: Fused, depth: int) -> Fused:
     """The ranking for a question about the assistant's words (fusion.lift_replies): among
     the first `depth`, the replies to the candidates the user said, and the assistant's
     turns lifted."""
     head = fused[:depth]
-    found = store.get_turns(i for i, _, _ in head)
+    found = reads.get_turns(i for i, _, _ in head)
     asked = [i for i, t in found.items() if t.role == "user"]
-    after = {i: pair[1] for i, pair in store.spoken_around(asked).items() if pair[1]}
-    found |= store.get_turns(a for a in after.values() if a not in found)
+    after = {i: pair[1] for i, pair in reads.spoken_around(asked).items() if pair[1]}
+    found |= reads.get_turns(a for a in after.values() if a not in found)
     assistant = {i for i, t in found.items() if t.role == "assistant"}
     replies = {i: a for i, a in after.items() if a in assistant}
     return lift_replies(head, replies, assistant) + fused[len(head) :]
 
 
-def answers_lifted(store: Store, fused: Fused, share: float) -> Fused:
+def answers_lifted(reads: TurnReads, fused: Fused, share: float) -> Fused:
     """The ranking with the answer to each of the NEAR_FROM best turns that asks a question
     given `share` of that turn's score (fusion.spread_to_neighbours)."""
-    top = store.get_turns(i for i, _, _ in fused[:NEAR_FROM])
+    top = reads.get_turns(i for i, _, _ in fused[:NEAR_FROM])
     asking = [
         i for i, t in top.items() if t.role == "assistant" and t.text.rstrip().endswith(_ASKS)
     ]
-    around = {i: (None, after) for i, (_, after) in store.spoken_around(asking).items()}
+    around = {i: (None, after) for i, (_, after) in reads.spoken_around(asking).items()}
     return spread_to_neighbours(fused, around, share)

@@ -11,7 +11,7 @@ its turn alone, or to shorter ones below it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -21,7 +21,7 @@ from seelen.memory.prompts import GAP_LINE, passage_heading, passage_line
 from seelen.memory.recalled import Passage, RecalledItem, turn_item
 
 if TYPE_CHECKING:
-    from seelen.store import Store
+    from seelen.memory.reads import Around, TurnReads
 
 # Priced once: a heading is the same length every day ("Wednesday" is the longest weekday),
 # and a turn's time ("[10:03]") the same length every time.
@@ -40,11 +40,24 @@ CONTEXT_CLIP_TOKENS = 120
 CONTEXTS = ("none", "brief", "question", "reply", "short", "around")
 BRIEF_TOKENS = 8
 SHORT_TOKENS = 16
+NO_AROUND: tuple[None, None] = (None, None)  # a turn whose neighbours are not known
 
 
 def turn_tokens(item: RecalledItem) -> int:
     """What one turn costs in the prompt, as `passage_line` prints it."""
     return estimate_tokens(passage_line("00:00", item.role, item.text))
+
+
+def wanted(hit: RecalledItem, rule: str) -> tuple[bool, bool]:
+    """Which neighbours `hit` brings under `rule` (one of CONTEXTS): (the turn before it, the
+    turn after it). See `context_of`."""
+    if rule == "around":
+        return True, True
+    if rule == "none":
+        return False, False
+    short = SHORT_TOKENS if rule == "short" else BRIEF_TOKENS
+    before = rule != "question" and estimate_tokens(hit.text) < short
+    return before, rule != "reply" and hit.text.rstrip().endswith(("?", "？"))
 
 
 def context_of(
@@ -53,18 +66,8 @@ def context_of(
     """The neighbours that make `hit` understandable, under `rule` (one of CONTEXTS):
     "around" both; "brief" and "short" the answer to a question and the turn a short reply
     answers ("question" and "reply" one each); "none" nothing."""
-    if rule == "around":
-        return [t for t in (before, after) if t is not None]
-    if rule == "none":
-        return []
-    out = []
-    short = SHORT_TOKENS if rule == "short" else BRIEF_TOKENS
-    if before is not None and rule != "question" and estimate_tokens(hit.text) < short:
-        out.append(before)
-    asks = hit.text.rstrip().endswith(("?", "？"))
-    if after is not None and rule != "reply" and asks:
-        out.append(after)
-    return out
+    pair = zip((before, after), wanted(hit, rule), strict=True)
+    return [turn for turn, wants in pair if wants and turn is not None]
 
 
 @dataclass
@@ -75,35 +78,57 @@ class _Shown:
 
 
 class PassageFill:
-    """Fills the budget with passages, best hit first.
+    """Fills the budget with passages, best hit first, reading through `reads` only what it
+    needs: the neighbours of each hit, and the turns of those that a hit brings (100k turns:
+    ~110 neighbours read a question before, ~20 now).
 
     Not spread over sessions: a session that gave a passage giving the next only when its hit
     outranks others by 1/0.8 or 1/0.6 lowered R@prompt on both benches (README, "Recall,
     measured"), so ranked order alone decides."""
 
-    def __init__(
-        self,
-        neighbours: Mapping[str, tuple[RecalledItem | None, RecalledItem | None]],
-        *,
-        budget: int,
-        cap: int,
-        rule: str = "brief",
-    ) -> None:
-        self.neighbours = neighbours
+    def __init__(self, reads: TurnReads, *, budget: int, cap: int, rule: str = "brief") -> None:
+        self.reads = reads
         self.budget = budget
         self.cap = cap
         self.rule = rule
         self.used = 0
         self.count = 0
         self.sessions: dict[str, _Shown] = {}  # in the order each first gave a passage
+        self.taken: list[str] = []  # the hits filled so far, best first
+        self.around: dict[str, Around] = {}  # each hit's spoken neighbours
+        self.context: dict[str, RecalledItem] = {}  # the neighbours the hits bring
 
     def fill(self, ranked: Sequence[RecalledItem]) -> list[Passage]:
-        """The passages for `ranked` hits (best first), within the budget and the cap."""
-        for hit in ranked:
+        """The passages for `ranked` hits (best first), within the budget and the cap.
+        `ranked` may be the ranking of an earlier call with more hits after it (the second
+        round of recall appends): the passages are then filled on, as if filled anew."""
+        done = len(self.taken)
+        if [i.text_id for i in ranked[:done]] != self.taken:
+            raise ValueError("a ranking is filled on only when it begins with the one filled")
+        new = ranked[done:]
+        self.taken += [i.text_id for i in new]
+        self._read(new)
+        for hit in new:
             if self.count >= self.cap:
                 break
             self._take(hit)
         return [self._passage(sid, shown) for sid, shown in self.sessions.items()]
+
+    def _read(self, hits: Sequence[RecalledItem]) -> None:
+        """The neighbours of `hits`, and as recalled items those that they bring."""
+        self.around.update(self.reads.spoken_around(i.text_id for i in hits))
+        known = {i.text_id: i for i in hits}
+        brought: set[str] = set()
+        for hit in hits:
+            pair = zip(self.around.get(hit.text_id, NO_AROUND), wanted(hit, self.rule), strict=True)
+            brought.update(near for near, wants in pair if wants and near is not None)
+        brought -= self.context.keys()
+        turns = self.reads.get_turns(i for i in brought if i not in known)
+        for text_id in brought:
+            if text_id in known:
+                self.context[text_id] = known[text_id].but(score=0.0, sources={}, rank=0)
+            elif text_id in turns:
+                self.context[text_id] = turn_item(turns[text_id], 0.0, {})
 
     def _take(self, hit: RecalledItem) -> None:
         """Add `hit` with its context if that fits, else alone if that fits."""
@@ -111,10 +136,11 @@ class PassageFill:
         if shown is not None and hit.text_id in shown.turns:  # already there as context
             shown.turns[hit.text_id] = hit
             return
-        before, after = self.neighbours.get(hit.text_id, (None, None))
+        before, after = self.around.get(hit.text_id, NO_AROUND)
+        near = (self.context.get(before or ""), self.context.get(after or ""))
         context = [
             c.but(text=clip(c.text, CONTEXT_CLIP_TOKENS), context_for=hit.text_id)
-            for c in context_of(hit, before, after, self.rule)
+            for c in context_of(hit, *near, self.rule)
             if shown is None or c.text_id not in shown.turns
         ]
         for turns in ([hit, *context], [hit]) if context else ([hit],):
@@ -137,32 +163,9 @@ class PassageFill:
 
     def _adjacent(self, first: RecalledItem, second: RecalledItem) -> bool:
         """Whether `second` is the spoken turn right after `first` (as far as known)."""
-        after_first = self.neighbours.get(first.text_id, (None, None))[1]
-        before_second = self.neighbours.get(second.text_id, (None, None))[0]
-        return (after_first is not None and after_first.text_id == second.text_id) or (
-            before_second is not None and before_second.text_id == first.text_id
-        )
-
-
-def passages_for(
-    store: Store, ranked: Sequence[RecalledItem], *, budget: int, cap: int, rule: str
-) -> list[Passage]:
-    """The `ranked` turns (best first) with their context under `rule`, fitted to `budget`
-    tokens and `cap` turns (`PassageFill`); the neighbours come from `store` in two queries."""
-    around = store.spoken_around(i.text_id for i in ranked)
-    near = {n for pair in around.values() for n in pair if n is not None}
-    turns = store.get_turns(near)
-    known = {i.text_id: i for i in ranked}
-
-    def item(text_id: str | None) -> RecalledItem | None:
-        if text_id is None:
-            return None
-        if text_id in known:
-            return known[text_id].but(score=0.0, sources={}, rank=0)
-        return turn_item(turns[text_id], 0.0, {}) if text_id in turns else None
-
-    neighbours = {tid: (item(b), item(a)) for tid, (b, a) in around.items()}
-    return PassageFill(neighbours, budget=budget, cap=cap, rule=rule).fill(ranked)
+        after_first = self.around.get(first.text_id, NO_AROUND)[1]
+        before_second = self.around.get(second.text_id, NO_AROUND)[0]
+        return after_first == second.text_id or before_second == first.text_id
 
 
 def _order(item: RecalledItem) -> tuple[int, int]:

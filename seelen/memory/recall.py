@@ -43,14 +43,9 @@ from seelen.memory.fusion import (
 from seelen.memory.inside import BEST_SESSIONS, appended, best_sessions, ran_out
 from seelen.memory.lifts import NEAR_SHARE, answers_lifted, replies_lifted
 from seelen.memory.names import for_meaning
-from seelen.memory.passages import passages_for
-from seelen.memory.recalled import (
-    Passage,
-    RecalledItem,
-    RecallResult,
-    summary_item,
-    turn_item,
-)
+from seelen.memory.passages import PassageFill
+from seelen.memory.reads import TurnReads
+from seelen.memory.recalled import Passage, RecalledItem, RecallResult, summary_item, turn_item
 from seelen.memory.when import TimeHint, in_time_first, parse_time
 from seelen.memory.whole import WHOLE_SESSIONS, sessions_by_words
 from seelen.models.embed import embed_query
@@ -184,17 +179,18 @@ class Recall:
         vectors: dict[str, np.ndarray] = {}
         lists = self._lists("t:", pending, notices, vectors)
         fused = self._fuse(lists, self._shares(query, lists))
-        direct = fused
+        direct, reads = fused, TurnReads(self.store)  # each turn read once (reads.py)
         if asks_assistant(query):
-            fused = replies_lifted(self.store, fused, self._depth(conv_num))
+            fused = replies_lifted(reads, fused, self._depth(conv_num))
         if self.near_share:
-            fused = self._answers(fused)
-        ranked = self._ranked(query, fused, conv_num, current_session, hint, vectors)
-        turns, passages = self._turns(ranked, conv_num)
+            fused = self._answers(fused, reads)
+        ranked = self._ranked(query, fused, conv_num, current_session, hint, vectors, reads)
+        fill = PassageFill(reads, budget=self.token_budget, cap=self.conv_num, rule=self.context)
+        turns, passages = self._turns(ranked, conv_num, fill)
         if ran_out(ranked, turns, conv_num, self.conv_num):  # the budget outlasted it
-            more = self._more(direct, vector, ranked, notices)
-            if len(more) > len(ranked):
-                turns, passages = self._turns(more, conv_num)
+            more = self._more(direct, vector, ranked, notices, reads)
+            if len(more) > len(ranked):  # filled on from where `ranked` left the passages
+                turns, passages = self._turns(more, conv_num, fill)
         seconds = time.perf_counter() - started
         notice = self._notice(notices)
         return RecallResult(query, summaries, turns, seconds, mode, notice, passages)
@@ -286,9 +282,9 @@ class Recall:
         found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
         return self.store.word_shares(query, found)
 
-    def _answers(self, fused: Fused) -> Fused:
+    def _answers(self, fused: Fused, reads: TurnReads) -> Fused:
         """The ranking with the user's answers to matching questions lifted (lifts.py)."""
-        return answers_lifted(self.store, fused, self.near_share)
+        return answers_lifted(reads, fused, self.near_share)
 
     def _depth(self, limit: int | None) -> int:
         """How many fused candidates are read: those listed, and at least twice the depth of
@@ -339,20 +335,21 @@ class Recall:
         vector: np.ndarray | None,
         ranked: list[RecalledItem],
         notices: list[str],
+        reads: TurnReads,
     ) -> list[RecalledItem]:
         """`ranked` followed by the turns it lacks found by meaning inside the sessions of the
         best `fused` turns (inside.py); `ranked` alone when that search failed (noted)."""
         if vector is None or self.index is None or not self.best_sessions:
             return ranked
         head = [i for i, _, _ in fused[: self.candidates]]
-        if not (best := best_sessions(self.store, head, self.best_sessions)):
+        if not (best := best_sessions(reads, head, self.best_sessions)):
             return ranked
         try:
             hits = self.index.search("turns", vector, self.candidates, only_sessions=best)
         except SeelenError as exc:
             notices.append(str(exc))
             return ranked
-        return appended(self.store, ranked, hits)
+        return appended(reads, ranked, hits)
 
     def _ranked(
         self,
@@ -362,6 +359,7 @@ class Recall:
         current_session: str | None,
         hint: TimeHint | None,
         vectors: dict[str, np.ndarray],
+        reads: TurnReads,
     ) -> list[RecalledItem]:
         """The fused turns as recalled items, best first: those of a time the question names
         lifted, and for a question about the present newer versions of a fact first, for
@@ -369,7 +367,7 @@ class Recall:
         the turns). Exact score ties (common in rank fusion) go to the newer turn: recency
         only ever breaks ties, so it never pushes a stronger match down."""
         head = fused[: self._depth(limit)]
-        found = self.store.get_turns(i for i, _, _ in head)
+        found = reads.get_turns(i for i, _, _ in head)
         items = []
         for text_id, score, ranks in head:
             t: Turn | None = found.get(text_id)
@@ -382,19 +380,18 @@ class Recall:
         return versions_placed(query, hint, self.clock.now(), items, vectors, where)
 
     def _turns(
-        self, items: list[RecalledItem], limit: int | None
+        self, items: list[RecalledItem], limit: int | None, fill: PassageFill
     ) -> tuple[list[RecalledItem], list[Passage]]:
         """The ranked turns and the passages chat shows. Without `limit`, the turns are the
         recalled ones the passages hold (what chat asks for); with it, the first `limit`, each
         marked `in_prompt` when a passage holds it."""
         items = [i.but(rank=r) for r, i in enumerate(items, 1)]
-        passages = self._passages(items)
+        passages = self._passages(items, fill)
         shown = {t.text_id for p in passages for t in p.turns}
         marked = [i.but(in_prompt=i.text_id in shown) for i in items]
         shown_turns = marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]
         return shown_turns, passages
 
-    def _passages(self, ranked: list[RecalledItem]) -> list[Passage]:
+    def _passages(self, ranked: list[RecalledItem], fill: PassageFill) -> list[Passage]:
         """The ranked turns with their context, fitted to the token budget and the cap."""
-        rule, cap = self.context, self.conv_num
-        return passages_for(self.store, ranked, budget=self.token_budget, cap=cap, rule=rule)
+        return fill.fill(ranked)

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from seelen.store.records import (
     INDEXABLE_TURN,
     RECOUNT_TURNS,
@@ -25,6 +27,7 @@ from seelen.store.records import (
     turn_row,
 )
 from seelen.store.schema import FOLD_SEQ_FROM_COUNT, fts_terms, phrase
+from seelen.store.wordcounts import WordCounts
 
 
 class Lookups:
@@ -115,25 +118,6 @@ class Lookups:
 COMMON_ROWS = 2_000
 
 
-class WordCounts:
-    """The counts `TextSearch._rows_holding` made, kept while the database is unchanged: a
-    recall asks them for the same words three times (the search of the whole memory, the
-    search inside sessions, the word shares), 0.3-1 ms each time for a question's words."""
-
-    LIMIT = 4096  # words kept at most (a few bytes each), then counted afresh
-
-    def __init__(self) -> None:
-        self._at: tuple[int, int] = (-1, -1)
-        self._counts: dict[tuple[str, str], int] = {}
-
-    def at(self, version: tuple[int, int]) -> dict[tuple[str, str], int]:
-        """The counts made at `version` (this connection's changes, and other connections'
-        commits: `PRAGMA data_version`); none once it moved on."""
-        if version != self._at or len(self._counts) > self.LIMIT:
-            self._at, self._counts = version, {}
-        return self._counts
-
-
 class TextSearch:
     """BM25 over turns and summaries (SQLite FTS5)."""
 
@@ -149,14 +133,34 @@ class TextSearch:
         sql = f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)"
         cap = self.common_rows + 1
         with self._lock:
-            version = (self._db.total_changes, self._query("PRAGMA data_version")[0][0])
-            if self._word_counts is None:
-                self._word_counts = WordCounts()
-            counts = self._word_counts.at(version)
+            counts = self._counted().at(self._version())
             for t in terms:
                 if (fts, t) not in counts:
                     counts[(fts, t)] = self._query(sql, (f"{column} : {t}", cap))[0][0]
             return {t: counts[(fts, t)] for t in terms}
+
+    def rows_with(self, terms: Sequence[str]) -> list[np.ndarray]:
+        """The rows (seq) of the spoken turns holding each of `terms` (FTS5 phrases), sorted,
+        read once while nothing changes (`WordCounts`)."""
+        sql = "SELECT group_concat(rowid) FROM conversation_fts WHERE conversation_fts MATCH ?"
+        with self._lock:
+            counted = self._counted()
+            counted.at(self._version())
+            for t in terms:
+                if t not in counted.rows:  # one string, not a row object per turn (0.3 ms)
+                    (listed,) = self._query(sql, (f"text : {t}",))[0]
+                    found = listed.split(",") if listed else []
+                    counted.rows[t] = np.sort(np.array(found, dtype=np.int64))
+            return [counted.rows[t] for t in terms]
+
+    def _counted(self) -> WordCounts:
+        if self._word_counts is None:
+            self._word_counts = WordCounts()
+        return self._word_counts
+
+    def _version(self) -> tuple[int, int]:
+        """What changes with every write: this connection's, or another's commit."""
+        return (self._db.total_changes, self._query("PRAGMA data_version")[0][0])
 
     def _rows_stored(self) -> int:
         """Turn rows ever stored (the newest row number): a stand-in for how many there are,
@@ -224,25 +228,22 @@ class TextSearch:
         seqs: dict[int, str] = dict(
             self._query(f"SELECT seq, text_id FROM conversation WHERE text_id IN ({marks})", ids)
         )
-        seq_marks = ",".join("?" * len(seqs))
         total = self._rows_stored()  # standing in for the turns indexed
         weights: dict[str, float] = {}
         held: dict[str, float] = dict.fromkeys(ids, 0.0)
         rows = self._rows_holding("conversation_fts", "text", fts_terms(query))
-        for term in (t for t, n in rows.items() if n <= self.common_rows):
-            # One pass over the word's index entries counts them and picks the candidates
-            # holding it by rowid (joining each entry to its turn cost 4-8x more at 100k).
-            found, among = self._query(
-                f"SELECT count(*), group_concat(CASE WHEN rowid IN ({seq_marks}) THEN rowid END)"
-                " FROM conversation_fts WHERE conversation_fts MATCH ?",
-                (*seqs, f"text : {term}"),
-            )[0]
-            if not found:  # a word the memory never holds weighs nothing
+        terms = [t for t, n in rows.items() if n <= self.common_rows]
+        candidates = np.array(list(seqs), dtype=np.int64)
+        # Each word's rows, as the sessions as wholes read them (joining each of its index
+        # entries to its turn cost 4-8x more at 100k): their count, and the candidates' rows.
+        for term, holding in zip(terms, self.rows_with(terms), strict=True):
+            if not len(holding):  # a word the memory never holds weighs nothing
                 continue
-            weight = math.log((total + 1) / found)
+            weight = math.log((total + 1) / len(holding))
             weights[term] = weight
-            for seq in filter(None, (among or "").split(",")):
-                held[seqs[int(seq)]] += weight
+            at = np.searchsorted(holding, candidates).clip(max=len(holding) - 1)
+            for seq in candidates[holding[at] == candidates].tolist():
+                held[seqs[seq]] += weight
         whole = sum(weights.values())
         return {i: held[i] / whole if whole else 0.0 for i in ids}
 

@@ -242,11 +242,13 @@ class VectorIndex(TableUpkeep, IndexSwaps):
 
     # -- writes ------------------------------------------------------------------------
 
-    def add(self, kind: str, rows: Sequence[VectorRow]) -> None:
+    def add(self, kind: str, rows: Sequence[VectorRow], *, build: bool = True) -> None:
         """Insert or replace rows by `text_id`; adding a text id again keeps one row.
 
         Usually a few milliseconds; a call that moves the recent table into the main one
         can take seconds (its rows are searchable before that starts): call it off the UI.
+        A whole graph build the move calls for runs after the write, with no lock held
+        (`build_graphs`); `build=False` leaves it to the caller's own `build_graphs`.
         """
         check_kind(kind)
         if not rows:
@@ -262,6 +264,8 @@ class VectorIndex(TableUpkeep, IndexSwaps):
                 tb.delete_where(main, id_predicates(ids))
                 self._graphs.changed(kind, main, before, removed_ids=ids)
             self._after_write(kind, recent)
+        if build and self._graphs.due:
+            self.build_graphs()
 
     def delete(
         self, kind: str, *, text_ids: Sequence[str] = (), session_id: str | None = None

@@ -4,9 +4,14 @@ The writer keeps a kind's sidecar current through every change of the main table
 in are added to the graph (load, add, save: 5,000 rows 1.7 s at 100k rows, 4 s at 300k, where
 a whole build takes 16-24 s at 100k and 180 s at 300k; 2 cores at load 3.6-4.1), a delete
 flags rows in the rows file only (the graph file is kept: 20-30 ms at 100k rows),
-and a whole build happens when there is no current sidecar to start from (after a bulk pass,
+and a whole build is due when there is no current sidecar to start from (after a bulk pass,
 a re-index, `rebuild_indices`, or another writer's change), or when flagged rows pass
 DEAD_SHARE. A delete with no current sidecar leaves it stale: the next move rebuilds it.
+A whole build, and a move's growth, run with no lock held (`VectorIndex.build_graphs`),
+from a snapshot of the table or from the graph of the version before the move: the writer's
+changes meanwhile are kept and replayed on it, and it is published for the table's version
+they reach, or thrown away if the table changed in a way not kept (another writer); so a
+forget never waits for a build, and a row it deleted is never found through a graph.
 At a million distinct vectors (usearch alone, load 4): a whole build takes 792 s of 2 threads
 and an 874 MiB file, a move of 5,000 rows 8 s (load 0.9, add 5.4, save 1.9) and ~1.1 GiB
 while the graph is loaded; the profiles of bench_scale.py borrow 2,000 vectors, so their
@@ -23,22 +28,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from seelen.heap import give_back
 from seelen.vectors import graph as gr
 from seelen.vectors import graph_files as gf
+from seelen.vectors.graph_build import Built, TableChange, build_whole, flagged, replayed
 from seelen.vectors.records import KINDS, VectorHit
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from lancedb.table import LanceTable
-    from usearch.index import Index
 
 log = logging.getLogger(__name__)
 
-# Rows read from LanceDB and added at a time: 30 MB of float32 at 384 d. Building the graph of
-# a million rows peaked at 2,236 MiB when read as one scan's batches (which read ahead and
-# kept whole fragments), at 575 MiB by offsets (144 before it began; 1,129 distinct vectors).
-BATCH_ROWS = 20_000
 # Removed rows are only flagged in the rows file (the graph file stays as it is); above this
 # share of the rows, the next move of rows into the table builds the graph anew without them.
 DEAD_SHARE = 0.2
@@ -46,7 +46,8 @@ DEAD_SHARE = 0.2
 
 class GraphKeeper:
     """The sidecars of one index folder: the current one of each kind for searches (cached
-    per table version), and their upkeep after each write of a main table."""
+    per table version), and their upkeep after each write of a main table. Every method but
+    `current`, `search` and `build` runs under the index's write lock."""
 
     def __init__(self, folder: Path, dim: int, graph_rows: int | None) -> None:
         self.folder = folder
@@ -57,6 +58,12 @@ class GraphKeeper:
         self._seen: dict[str, tuple[int, gr.Graph | None]] = {}
         self.answered = 0  # searches the graphs answered (for tests and benches)
         self._lock = threading.Lock()
+        self.due: set[str] = set()  # kinds whose graph waits for `build_graphs`
+        # Kinds due or being built: the changes since the version the build starts from, to
+        # replay on it (None: a rebuild was asked meanwhile: thrown away, and due again).
+        self._building: dict[str, list[TableChange] | None] = {}
+        self._bases: dict[str, gr.Graph] = {}  # a due graph that grows from the current one
+        self._claimed: set[str] = set()  # kinds a thread builds now
 
     def current(self, kind: str, version: int) -> gr.Graph | None:
         """The sidecar of `kind` matching table version `version`, or None (search LanceDB).
@@ -112,13 +119,24 @@ class GraphKeeper:
         rebuild: bool = False,
     ) -> None:
         """Bring `kind`'s sidecar to `main`'s version after the writer changed the table from
-        version `before` by adding `added` and deleting `removed_ids` / `removed_session`;
-        with no current sidecar to change, one is built for a move (`added`) or when asked
-        (`build`: also when the table did not change), else left stale; `rebuild` builds one
-        anew in any case. Failures leave the sidecar stale (searches then use LanceDB),
-        never fail the write."""
+        version `before` by adding `added` and deleting `removed_ids` / `removed_session`.
+        A delete flags the current sidecar's rows at once. A move makes the current one due
+        to grow (`build_graphs`: loaded, added to, saved whole, with no lock held); with no
+        current sidecar (or one worn by deletes) a whole build is due for a move or when
+        asked (`build`: also when the table did not change), else it is left stale;
+        `rebuild` makes one due in any case. While one is due or built, the change is kept
+        for it. Failures leave the sidecar stale (searches then use LanceDB), never fail
+        the write."""
         version = int(main.version)
         if self.graph_rows is None:
+            return
+        if kind in self._building:  # replayed on the build under way (`finish`)
+            journal = self._building[kind]
+            if rebuild or journal is None:
+                self._building[kind] = None
+            elif version != before:
+                change = TableChange(before, version, added, tuple(removed_ids), removed_session)
+                journal.append(change)
             return
         if (
             version == before
@@ -133,12 +151,18 @@ class GraphKeeper:
                 if graph is not None or gf.rows_file(self.folder, kind).exists():
                     self._drop(kind)
                 return
-            if graph is not None and not rebuild and (added is None or not self._worn(graph)):
-                fresh = self._update(kind, graph, version, added, removed_ids, removed_session)
-            elif added is not None or build or rebuild:
-                fresh = self._build(kind, main, version)
-            else:  # a delete with no current sidecar: left stale until the next move
+            if graph is not None and not rebuild and added is None:
+                fresh = self._update(kind, graph, version, removed_ids, removed_session)
+            elif graph is not None and not rebuild and not self._worn(graph):
+                # A move: the graph grows off the lock, from its version (`build_graphs`).
+                change = TableChange(before, version, added, tuple(removed_ids), removed_session)
+                self.due.add(kind)
+                self._bases[kind], self._building[kind] = graph, [change]
                 return
+            else:
+                if added is not None or build or rebuild:  # a move without a base, or asked
+                    self.due.add(kind)
+                return  # stale until then (a delete: until the next move)
         except Exception:  # disk full, a damaged file, a library's error: no sidecar
             log.warning("vector index: the %s graph is left stale", kind, exc_info=True)
             with self._lock:
@@ -146,6 +170,97 @@ class GraphKeeper:
             return
         with self._lock:
             self._seen[kind] = (version, fresh)
+
+    def base(self, kind: str) -> gr.Graph | None:
+        """The graph `kind`'s due build grows from (a move's), or None: a whole build."""
+        return self._bases.get(kind) if self._building.get(kind) is not None else None
+
+    def claim(self, kind: str) -> list[TableChange] | None:
+        """Take `kind`'s due build; None when none is due, or another thread builds it.
+        Returns the changes to replay while building (a move on its `base`); from now on
+        the table's further changes are kept for `finish`."""
+        if kind not in self.due or kind in self._claimed:
+            return None
+        self.due.discard(kind)
+        self._claimed.add(kind)
+        if self.base(kind) is None:  # a whole build, from a snapshot of the table as it is
+            self._bases.pop(kind, None)
+            self._building[kind] = []
+        return list(self._building[kind] or [])
+
+    def give_up(self, kind: str) -> None:
+        """Drop `kind`'s due build, which could not start: stale until the next move."""
+        self.due.discard(kind)
+        if kind not in self._claimed:
+            self._building.pop(kind, None)
+            self._bases.pop(kind, None)
+
+    def build(
+        self, kind: str, source: LanceTable | gr.Graph, changes: list[TableChange]
+    ) -> Built | None:
+        """The graph of every row of `source` (a snapshot of the table), or `source` (the
+        graph of an older version) through `changes`, saved to its own file (published by
+        `finish`); None when that failed. Slow, and holds no lock."""
+        try:
+            if isinstance(source, gr.Graph):
+                from usearch.index import Index
+
+                index = Index.restore(str(self.folder / source.graph_name), view=False)
+                if index is None:
+                    raise ValueError("unreadable graph file")
+                built = replayed(Built(index, source.rows), changes, self.dim)
+            else:
+                built = build_whole(source, self.dim)
+            built.saved = gf.save_graph(self.folder, kind, built.index)[0]
+            return built
+        except Exception:  # disk full, a table version cleaned up, a library's error
+            log.warning("vector index: building the %s graph failed", kind, exc_info=True)
+            return None
+
+    def finish(
+        self, kind: str, built: Built | None, version: int, done: int, main: LanceTable | None
+    ) -> bool:
+        """Publish `built` (made from table version `version` and the first `done` changes
+        kept since) for `main`'s version, with the later changes replayed on it; or throw it
+        away when the build failed, a rebuild was asked meanwhile (then it is due again), or
+        the table changed in a way not kept (another writer). True when published."""
+        journal = self._building.pop(kind)
+        self._claimed.discard(kind)
+        self._bases.pop(kind, None)
+        if journal is None:
+            self.due.add(kind)
+        try:
+            ready = None
+            if built is not None and journal is not None and main is not None:
+                ready = self._caught_up(built, version, journal, done, main)
+            if ready is None:
+                if built is not None and built.saved:
+                    (self.folder / built.saved).unlink(missing_ok=True)
+                return False
+            version, built = ready
+            fresh = self._publish(kind, built, version)
+        except Exception:  # disk full, a damaged file, a library's error: no sidecar
+            log.warning("vector index: the %s graph is left stale", kind, exc_info=True)
+            with self._lock:
+                self._seen.pop(kind, None)
+            return False
+        with self._lock:
+            self._seen[kind] = (version, fresh)
+        return fresh is not None
+
+    def _caught_up(
+        self, built: Built, version: int, journal: list[TableChange], done: int, main: LanceTable
+    ) -> tuple[int, Built] | None:
+        """`built` through the kept changes after the first `done`, and the table version
+        they reach: None unless they all lead unbroken from `version` to `main`'s, and the
+        table still wants a graph."""
+        for change in journal:
+            if change.before != version:
+                return None
+            version = change.after
+        if version != int(main.version) or int(main.count_rows()) <= (self.graph_rows or 0):
+            return None
+        return version, replayed(built, journal[done:], self.dim)
 
     def forget(self) -> None:
         """Close the open graphs (their mapped pages and row arrays: ~60 MB at a million
@@ -168,111 +283,26 @@ class GraphKeeper:
         with self._lock:
             self._seen.pop(kind, None)
 
-    def _build(self, kind: str, main: LanceTable, version: int) -> gr.Graph | None:
-        """A whole new sidecar from every row of `main`, read in batches."""
-        import pyarrow as pa
-
-        index = gf.new_graph(self.dim)
-        nodes = _Nodes({}, 0)
-        parts: list[gf.Rows] = []
-        total = int(main.count_rows())
-        for start in range(0, total, BATCH_ROWS):  # offsets read only their rows: a scan's
-            offsets = list(range(start, min(total, start + BATCH_ROWS)))  # batches read ahead
-            batch = main.take_offsets(offsets).select(["text_id", "session_id", "vector"])
-            parts.append(nodes.add(index, batch.to_arrow(), self.dim))
-        if not parts:
-            empty = pa.array([], pa.string())
-            parts.append(
-                gf.Rows(empty, empty, *(np.array([], t) for t in (bool, np.int64, np.int64)))
-            )
-        return self._publish(kind, index, _joined(parts), version)
-
     def _update(
         self,
         kind: str,
         graph: gr.Graph,
         version: int,
-        added: pa.Table | None,
         removed_ids: Collection[str],
         removed_session: str | None,
     ) -> gr.Graph | None:
-        """The next version of `graph`: removed rows flagged; added rows (a move) put in
-        the graph, which is then loaded, changed and saved whole."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        rows = graph.rows
-        gone = set(removed_ids) | set(added["text_id"].to_pylist() if added is not None else [])
-        alive = rows.alive.copy()
-        if gone:
-            found = pc.is_in(rows.ids, value_set=pa.array(list(gone), pa.string()))
-            alive &= ~found.to_numpy(zero_copy_only=False)
-        if removed_session is not None:
-            alive &= ~pc.equal(rows.sessions, removed_session).to_numpy(zero_copy_only=False)
-        kept = gf.Rows(rows.ids, rows.sessions, alive, rows.node_of, rows.digest)
-        if added is None:  # a delete: the same graph file, its rows flagged
-            gf.write_rows(self.folder, kind, kept, graph.meta | {"version": version})
-            return gr.Graph.open(self.folder, kind, self.dim)
-        from usearch.index import Index
-
-        index = Index.restore(str(self.folder / graph.graph_name), view=False)
-        if index is None:
-            raise ValueError("unreadable graph file")
-        live = np.zeros(len(alive), dtype=bool)
-        live[rows.node_of[alive]] = True
-        index.remove(np.flatnonzero(~live))  # nodes of removed rows only; absent keys: skipped
-        first = dict(zip(rows.digest[alive].tolist(), rows.node_of[alive].tolist(), strict=True))
-        more = _Nodes(first, len(alive)).add(index, added, self.dim)
-        return self._publish(kind, index, _joined([kept, more]), version)
-
-    def _publish(self, kind: str, index: Index, rows: gf.Rows, version: int) -> gr.Graph | None:
-        """Save `index` and its rows as the sidecar of `version`, then open it mapped."""
-        name, size = gf.save_graph(self.folder, kind, index)
-        meta = {"version": version, "graph": name, "bytes": size, "keys": len(index)}
-        del index
-        give_back()  # the graph as built or loaded: the mapped file serves searches
-        gf.write_rows(self.folder, kind, rows, meta)
-        gf.remove_stale(self.folder, kind, keep=name)
+        """The next version of `graph` after a delete: the same graph file, its rows
+        flagged (20-30 ms at 100k rows)."""
+        kept = flagged(graph.rows, removed_ids, removed_session)
+        gf.write_rows(self.folder, kind, kept, graph.meta | {"version": version})
         return gr.Graph.open(self.folder, kind, self.dim)
 
-
-class _Nodes:
-    """Rows given nodes in order: a row whose vector (digest) a node already holds joins
-    it, any other row becomes a node keyed by its position."""
-
-    def __init__(self, first: dict[int, int], start: int) -> None:
-        self.first = first  # digest -> node key
-        self.start = start  # the position of the next row
-
-    def add(self, index: Index, data: pa.Table | pa.RecordBatch, dim: int) -> gf.Rows:
-        """Put `data`'s rows with new vectors in `index`; returns the rows as stored."""
-        vectors = gf.vectors_of(data, dim)
-        digest = gf.digests(vectors)
-        keys = np.arange(self.start, self.start + len(digest), dtype=np.int64)
-        node_of = np.array(
-            [
-                self.first.setdefault(d, k)
-                for d, k in zip(digest.tolist(), keys.tolist(), strict=True)
-            ],
-            dtype=np.int64,
-        )
-        new = node_of == keys
-        if new.any():
-            index.add(keys[new], vectors[new])
-        self.start += len(digest)
-        ids, sessions = data["text_id"], data["session_id"]
-        if hasattr(ids, "combine_chunks"):
-            ids, sessions = ids.combine_chunks(), sessions.combine_chunks()
-        return gf.Rows(ids, sessions, np.ones(len(digest), dtype=bool), node_of, digest)
-
-
-def _joined(parts: list[gf.Rows]) -> gf.Rows:
-    import pyarrow as pa
-
-    return gf.Rows(
-        pa.concat_arrays([p.ids for p in parts]),
-        pa.concat_arrays([p.sessions for p in parts]),
-        np.concatenate([p.alive for p in parts]),
-        np.concatenate([p.node_of for p in parts]),
-        np.concatenate([p.digest for p in parts]),
-    )
+    def _publish(self, kind: str, built: Built, version: int) -> gr.Graph | None:
+        """Save `built` (unless saved already) and its rows as the sidecar of `version`, then
+        open it mapped."""
+        name = built.saved or gf.save_graph(self.folder, kind, built.index)[0]
+        size = (self.folder / name).stat().st_size
+        meta = {"version": version, "graph": name, "bytes": size, "keys": len(built.index)}
+        gf.write_rows(self.folder, kind, built.rows, meta)
+        gf.remove_stale(self.folder, kind, keep=name)
+        return gr.Graph.open(self.folder, kind, self.dim)

@@ -3,6 +3,7 @@ table, scalar and vector indices built when due, bulk passes that do it all once
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,15 +12,22 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from seelen.heap import give_back
 from seelen.vectors import tables as tb
 from seelen.vectors.filters import id_predicates
+from seelen.vectors.graph import Graph
+from seelen.vectors.graph_build import TableChange
 from seelen.vectors.recent import RecentRows
 from seelen.vectors.records import KINDS
 from seelen.vectors.sidecar import GraphKeeper
 
 if TYPE_CHECKING:
     from lancedb._lancedb import IndexConfig
+    from lancedb.db import LanceDBConnection
     from lancedb.table import LanceTable
 
+log = logging.getLogger(__name__)
+
 RECENT = "_recent"  # suffix of the small write table of each kind
+# Whole builds of one kind in a row, while a rebuild asked meanwhile throws each away.
+BUILD_TRIES = 3
 
 
 class TableUpkeep:
@@ -53,11 +61,62 @@ class TableUpkeep:
     def _trained_rows(self) -> dict[str, int]:
         raise NotImplementedError
 
+    def _connect(self) -> LanceDBConnection:
+        raise NotImplementedError
+
     def maintain(self) -> None:
         """Compact every table and bring the indices up to date now (e.g. after a bulk
         re-index); otherwise this happens by itself as rows are added."""
         with self._writing(), tb.lance_errors("optimize"):
             self._maintain_all(rebuild=False)
+        self.build_graphs()
+
+    def build_graphs(self) -> list[str]:
+        """Build the graphs that writes left due (`GraphKeeper.changed`), each from a snapshot
+        of its table and with no lock held: adds and forgets go on meanwhile, and are
+        replayed on the graph before it is published (`GraphKeeper.finish`). Slow for a
+        large table (100k distinct vectors: 16-24 s of two cores; a million: ~13 min): call
+        it off the UI. Returns the kinds built; a kind another thread builds is left to it."""
+        built: list[str] = []
+        for kind in KINDS if self._graphs.due else ():
+            for _ in range(BUILD_TRIES):
+                if (job := self._claim_build(kind)) is None:
+                    break
+                keeper, version, source, changes = job
+                made = keeper.build(kind, source, changes)
+                with self._writing():
+                    main = self._table(kind) if keeper is self._graphs else None
+                    done = keeper.finish(kind, made, version, len(changes), main)
+                del made
+                give_back()  # the graph as built: the mapped file serves searches
+                if done:
+                    built.append(kind)
+                    break
+        return built
+
+    def _claim_build(
+        self, kind: str
+    ) -> tuple[GraphKeeper, int, LanceTable | Graph, list[TableChange]] | None:
+        """`kind`'s due build, now taken: the keeper, the table version it starts from, what
+        it starts from (the graph of that version, or a handle fixed at it: a snapshot) and
+        the changes to replay while building; None when none is due (or another thread
+        builds it)."""
+        with self._writing(), tb.lance_errors("build graphs"):
+            keeper = self._graphs
+            if kind not in keeper.due or (main := self._table(kind)) is None:
+                return None
+            source: LanceTable | Graph | None = keeper.base(kind)
+            try:
+                if source is None:
+                    source = self._connect().open_table(kind)
+                    source.checkout(int(main.version))
+            except Exception:  # a graph never fails a write: stale until the next move
+                log.warning("vector index: the %s graph is left stale", kind, exc_info=True)
+                keeper.give_up(kind)
+                return None
+            version = source.version
+            changes = keeper.claim(kind)
+            return None if changes is None else (keeper, int(version), source, changes)
 
     def _maintain_all(self, *, rebuild: bool) -> None:
         """Compact every table, index the main ones (retrain them all: `rebuild`), and bring
@@ -94,6 +153,7 @@ class TableUpkeep:
                             self._graphs.changed(kind, main, -1, rebuild=True)
                     self._unmaintained.clear()
                 give_back()
+                self.build_graphs()
 
     def _move_recent(self, kind: str, recent: LanceTable) -> None:
         """Copy the recent table into the main one in a single write, then empty it."""
@@ -156,21 +216,17 @@ class TableUpkeep:
         """Compact every table and retrain the vector indices from scratch (`db optimize`)."""
         with self._writing(), tb.lance_errors("rebuild indices"):
             self._maintain_all(rebuild=True)
+        self.build_graphs()
 
     def build_missing_graphs(self) -> list[str]:
         """Build the graph of each main table that should have one and has none current: a
         profile that grew past the graphs' size before they existed, or whose graph was
         damaged or removed. Otherwise such a table is searched by LanceDB until its next
         move of 5,000 rows. Returns the kinds built. Slow for a large table (100k distinct
-        vectors: 16-24 s of two cores; a million: ~13 min), and writes wait meanwhile: the
-        indexer's background thread runs it, never a one-shot command."""
-        built = []
+        vectors: 16-24 s of two cores; a million: ~13 min), though writes go on meanwhile
+        (`build_graphs`): the indexer's background thread runs it, never a one-shot command."""
         with self._writing(), tb.lance_errors("build graphs"):
             for kind in KINDS:
-                if (main := self._table(kind)) is None:
-                    continue
-                had = self._graphs.current(kind, main.version) is not None
-                self._graphs.changed(kind, main, main.version, build=True)
-                if not had and self._graphs.current(kind, main.version) is not None:
-                    built.append(kind)
-        return built
+                if (main := self._table(kind)) is not None:
+                    self._graphs.changed(kind, main, main.version, build=True)
+        return self.build_graphs()
