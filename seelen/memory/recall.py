@@ -202,6 +202,9 @@ class Recall:
         (None when vectors are not used or failed)."""
         n, store = self.candidates, self.store
         pending: dict[str, Future[Any]] = {}
+        vectors = mode in ("hybrid", "vector") and self._vectors_usable()
+        # Before the word searches hold the store: the embedding waited 2 ms for them at 100k.
+        meaning = for_meaning(store, query) if vectors else query
         if mode in ("hybrid", "bm25"):
             pending["s:bm25"] = self._run(
                 store.search_summaries_text, query, n, exclude_session=current_session
@@ -213,8 +216,7 @@ class Recall:
                 pending["w:sessions"] = self._run(
                     sessions_by_words, store, query, w, current_session
                 )
-        vectors = mode in ("hybrid", "vector") and self._vectors_usable()
-        vector = self._embed(for_meaning(store, query), notices) if vectors else None
+        vector = self._embed(meaning, notices) if vectors else None
         if vector is not None and self.index is not None:
             pending["s:vector"] = self._run(
                 self.index.search, "summaries", vector, n, exclude_session=current_session
