@@ -626,3 +626,43 @@ REFERENCE_CAT_VECTOR = [
     -0.01757,
     0.04439,
 ]
+
+
+def test_a_prepared_model_loads_without_rewriting_and_gives_the_same_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prepare` keeps the rewritten, optimized model (install.sh runs it); a load uses it,
+    with the same vectors, and passes a damaged copy over for the model file itself."""
+    import stat
+
+    from seelen.models import onnx_session
+
+    model = embed.default_model_path()
+    loaded: list[Path] = []
+    real = onnx_session._session
+
+    def session(path: Path, *args: object, **kwargs: object) -> onnx_session.OnnxSession:
+        loaded.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnx_session, "_session", session)
+    plain = onnx_session.load_session(model, ready_in=tmp_path)  # nothing prepared yet
+    (tmp_path / f"{model.stem}.0123456789abcdef.onnx").write_bytes(b"an older onnxruntime's")
+    ready = onnx_session.prepare(model, tmp_path)
+    assert ready == onnx_session.ready_file(model, tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [ready.name]  # no partial or older file
+    assert stat.S_IMODE(ready.stat().st_mode) == 0o600
+    loaded.clear()
+    fast = onnx_session.load_session(model, ready_in=tmp_path)
+    assert loaded == [ready]
+    names = {i.name for i in plain.get_inputs()}
+    ids = np.array([[101, 2026, 2905, 7906, 13734, 102]], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    if "token_type_ids" in names:
+        feed["token_type_ids"] = np.zeros_like(ids)
+    np.testing.assert_allclose(plain.run(None, feed)[0], fast.run(None, feed)[0], atol=1e-4)
+    ready.write_bytes(b"not a model")
+    loaded.clear()
+    again = onnx_session.load_session(model, ready_in=tmp_path)
+    assert loaded == [ready, model]
+    np.testing.assert_allclose(plain.run(None, feed)[0], again.run(None, feed)[0], atol=1e-5)
