@@ -127,7 +127,11 @@ def _onnxruntime() -> Any:  # Any: the package ships no types
     return ort
 
 
-def _session(path: Path, level: Any, save: Path | None = None) -> OnnxSession:
+def _session(
+    path: Path,
+    level: Any,  # Any: an onnxruntime GraphOptimizationLevel (the package ships no types)
+    save: Path | None = None,
+) -> OnnxSession:
     """A session for the file at `path`, optimized at `level`; the optimized graph written to
     `save` if given."""
     ort = _onnxruntime()
