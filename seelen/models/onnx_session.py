@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from seelen.errors import ModelError
+from seelen.files import private_dir
 from seelen.heap import give_back, limit_arenas
 
 
@@ -87,7 +88,7 @@ def prepare(path: Path, ready_in: Path | None = None) -> Path:
     this CPU (onnxruntime says so), hence its name carries the CPU's flags."""
     ort = _onnxruntime()
     ready = ready_file(path, ready_in or READY_DIR)
-    ready.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(ready.parent)
     partial = ready.with_name(f".{ready.name}.{os.getpid()}")
     try:
         _checked(path, _session(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL, save=partial))
