@@ -280,12 +280,14 @@ async def test_async_stream_and_text(server: ModelServer) -> None:
 async def test_async_errors_and_timeout(server: ModelServer) -> None:
     """AsyncOpenAI: 500, 429 and timeout map to the right exceptions; embeddings work."""
     server.enqueue(Reply(status=500), Reply(status=429), Reply(delay=2.0))
-    async with _aclient(server, timeout=0.2) as client:
+    # Only the delayed reply gets the short timeout: a loaded machine can take longer than
+    # 0.2 s to answer the others, which must fail with their own status, not a timeout.
+    async with _aclient(server, timeout=10.0) as client:
         with pytest.raises(openai.InternalServerError):
             await client.chat.completions.create(model="test-model", messages=MSGS)
         with pytest.raises(openai.RateLimitError):
             await client.chat.completions.create(model="test-model", messages=MSGS)
         with pytest.raises(openai.APITimeoutError):
-            await client.chat.completions.create(model="test-model", messages=MSGS)
+            await client.chat.completions.create(model="test-model", messages=MSGS, timeout=0.2)
         emb = await client.embeddings.create(model="emb", input=["x y", "y z"])
         assert len(emb.data) == 2 and len(emb.data[0].embedding) == 16
