@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"seelen.client"},
     {"seelen.protocol"},
     {"seelen.config", "seelen.logs", "seelen.files", "seelen.errors", "seelen.counts"},
-    {"seelen.heap", "seelen"},
+    {"seelen.heap", "seelen.deferred", "seelen"},
 ]
 # Units of one layer that must not import each other: the bottom stores stay apart.
 APART = [{"seelen.models", "seelen.store", "seelen.vectors"}, {"seelen.tools", "seelen.memory"}]

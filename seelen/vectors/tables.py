@@ -5,18 +5,16 @@ Stateless helpers; `VectorIndex` decides which table each one runs on.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from seelen.deferred import LANCEDB_REST_CLIENT, defer_init
 from seelen.errors import StoreError
 from seelen.files import private_dir
 from seelen.heap import limit_arenas
@@ -50,7 +48,7 @@ def connect(path: Path) -> LanceDBConnection:
     # terminal, over the prompt; only errors are worth a user's attention.
     os.environ.setdefault("LANCEDB_LOG", "error")
     limit_arenas()  # before LanceDB starts its threads
-    defer_rest_client()
+    defer_init(LANCEDB_REST_CLIENT)  # a local database never calls it
     try:
         import lancedb
     except ImportError:
@@ -65,42 +63,6 @@ def connect(path: Path) -> LanceDBConnection:
     )
     # A folder always gives the local connection; the declared type covers remote ones too.
     return cast("LanceDBConnection", lancedb.connect(path, session=session))
-
-
-REST_CLIENT = "lance_namespace_urllib3_client"
-_rest_lock = threading.RLock()
-
-
-def defer_rest_client() -> None:
-    """Let `import lancedb` skip the generated REST client it loads but a local database
-    never calls (0.7-1.2 s of its 1.6-2.3 s import: `python -X importtime`).
-
-    LanceDB needs only the client's `models` subpackage, and Python imports a subpackage
-    after running its parent's `__init__`, which loads every REST API class. The parent is
-    registered here unexecuted (its `__path__` is all a subpackage import reads); the first
-    use of any other name of it runs the real `__init__`, so nothing ever breaks, at worst
-    it is slow again: tests/test_vectors.py fails loudly if that starts happening.
-    """
-    with _rest_lock:
-        if REST_CLIENT in sys.modules:
-            return
-        spec = importlib.util.find_spec(REST_CLIENT)
-        loader = spec.loader if spec is not None else None
-        if spec is None or loader is None or not spec.submodule_search_locations:
-            return  # not installed, or not a package any more: nothing to defer
-        module = importlib.util.module_from_spec(spec)
-
-        def load_on_first_use(name: str) -> Any:  # Any: a module attribute, of any kind
-            if name.startswith("__"):
-                raise AttributeError(name)
-            with _rest_lock:
-                if "__getattr__" in module.__dict__:
-                    del module.__dict__["__getattr__"]
-                    loader.exec_module(module)
-            return getattr(module, name)
-
-        module.__dict__["__getattr__"] = load_on_first_use
-        sys.modules[REST_CLIENT] = module
 
 
 def schema(dim: int) -> pa.Schema:
