@@ -225,12 +225,16 @@ def run_api(conv: Conversation, root: Path, options: argparse.Namespace) -> dict
         tune(recall, options)
         default = recall.token_budget
         out = {}
+        rules = options.context.split(",")
         for without in options.without.split("/"):
             leave_out(recall, without)
             for budget in options.tokens.split(","):
-                recall.token_budget = int(budget) or default
-                key = without if budget == "0" else f"{without} @{budget}"
-                out[key] = [memory.recall(q.text, options.limit) for q in conv.questions]
+                for rule in rules:  # --context: which neighbours a passage brings
+                    recall.token_budget = int(budget) or default
+                    recall.context = rule
+                    key = without if budget == "0" else f"{without} @{budget}"
+                    key += f" ({rule})" if len(rules) > 1 else ""
+                    out[key] = [memory.recall(q.text, options.limit) for q in conv.questions]
         return out
 
 
@@ -338,8 +342,8 @@ def main() -> None:
     )
     add_variant_flags(parser)
     options = parser.parse_args()
-    if options.cli and (options.without or options.tokens != "0"):
-        raise SystemExit("--without and --tokens need the in-process run")
+    if options.cli and (options.without or options.tokens != "0" or options.context != "brief"):
+        raise SystemExit("--without, --tokens and --context need the in-process run")
     started = time.perf_counter()
     convs = conversations(
         find_data(options.data), options, set(filter(None, options.only.split(",")))
