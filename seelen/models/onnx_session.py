@@ -89,7 +89,7 @@ def prepare(path: Path, ready_in: Path | None = None) -> Path:
     onnxruntime optimize it (0.16) cost 0.29 s in every process that embeds; from the copy,
     0.07 s. Same vectors (largest difference 1.4e-6). The copy holds graph rewrites made for
     this CPU (onnxruntime says so), hence its name carries the CPU's flags. The optimized
-    graph is then made leaner (`lean_graph`: 10% less CPU per text, the same vectors to the
+    graph is then made leaner (`lean_graph`: 7-10% less CPU per text, the same vectors to the
     bit), if its check passes (`_lean`)."""
     ort = _onnxruntime()
     ready = ready_file(path, ready_in or READY_DIR)
