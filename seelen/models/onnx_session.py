@@ -37,6 +37,9 @@ class OnnxSession(Protocol):
 # Where `prepare` keeps models ready to load: beside the installed packages (the venv's
 # share/), written when Seelen is installed, never with the user's data.
 READY_DIR = Path(sys.prefix) / "share" / "seelen"
+# Texts `prepare` checks the leaner graph with: a short chat line, a typical answer, the
+# longest text the model keeps (LocalEmbedder cuts at 256 word pieces).
+PROBE_LENGTHS = (3, 40, 256)
 _sessions: dict[Path, OnnxSession] = {}
 _sessions_lock = threading.Lock()
 
@@ -85,21 +88,55 @@ def prepare(path: Path, ready_in: Path | None = None) -> Path:
     Why: a load that rewrites the graph (0.10 s of CPU, after importing onnx: 0.04) and lets
     onnxruntime optimize it (0.16) cost 0.29 s in every process that embeds; from the copy,
     0.07 s. Same vectors (largest difference 1.4e-6). The copy holds graph rewrites made for
-    this CPU (onnxruntime says so), hence its name carries the CPU's flags."""
+    this CPU (onnxruntime says so), hence its name carries the CPU's flags. The optimized
+    graph is then made leaner (`lean_graph`: 7-10% less CPU per text, the same vectors to the
+    bit), if its check passes (`_lean`)."""
     ort = _onnxruntime()
     ready = ready_file(path, ready_in or READY_DIR)
     private_dir(ready.parent)
     partial = ready.with_name(f".{ready.name}.{os.getpid()}")
+    leaner = partial.with_name(partial.name + ".lean")
     try:
         _checked(path, _session(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL, save=partial))
+        if _lean(partial, leaner):
+            os.replace(leaner, partial)
         os.chmod(partial, 0o600)
         os.replace(partial, ready)
     finally:
         partial.unlink(missing_ok=True)
+        leaner.unlink(missing_ok=True)
     for stale in ready.parent.glob(f"{path.stem}.*.onnx"):  # for an older onnxruntime, say
         if stale != ready:
             stale.unlink(missing_ok=True)
     return ready
+
+
+def _lean(optimized: Path, leaner: Path) -> bool:
+    """Write to `leaner` the model at `optimized` with fewer nodes (`lean_graph`); True only
+    if it was written and gives exactly the same numbers on probe texts of several lengths,
+    up to the model's longest (all of them, every position attended: see `lean_graph`)."""
+    import onnx
+
+    from seelen.models.lean_graph import lean
+
+    model = onnx.load(str(optimized))
+    if not lean(model.graph):
+        return False
+    onnx.save(model, str(leaner))
+    level = _onnxruntime().GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        before, after = _session(optimized, level), _session(leaner, level)
+    except ModelError:  # a rewrite this onnxruntime cannot load: the optimized graph stays
+        return False
+    names = {i.name for i in before.get_inputs()}
+    for length in PROBE_LENGTHS:
+        ids = (np.arange(length, dtype=np.int64) * 7919 % 28000 + 1000).reshape(1, -1)
+        ids[0, 0], ids[0, -1] = 101, 102  # [CLS] … [SEP], as every tokenized text
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids * 0}
+        feed = {k: v for k, v in feed.items() if k in names}
+        if not np.array_equal(before.run(None, feed)[0], after.run(None, feed)[0]):
+            return False
+    return True
 
 
 def ready_file(path: Path, ready_in: Path) -> Path:
