@@ -139,12 +139,19 @@ def _lean(optimized: Path, leaner: Path) -> bool:
     return True
 
 
+# The steps `prepare` applies: 1 = int8 rewrite and onnxruntime's optimization, 2 = and
+# `lean_graph`. Raised whenever they change, so that a copy made by older steps is replaced.
+RECIPE = 2
+
+
 def ready_file(path: Path, ready_in: Path) -> Path:
     """Where `prepare` keeps the model at `path`: named for the file (its path, size and
-    time), onnxruntime's version and the CPU's flags, so a change of any misses it."""
+    time), onnxruntime's version, the CPU's flags and `RECIPE`, so a change of any misses
+    it (and the next install prepares it again)."""
     ort = _onnxruntime()
     stat = path.stat()
     key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{ort.__version__}|{_cpu_flags()}"
+    key += f"|{RECIPE}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return ready_in / f"{path.stem}.{digest}.onnx"
 
