@@ -176,3 +176,22 @@ def test_doctor_shows_indexing_under_way_as_such_and_no_exception_names(
     shown = " ".join(empty.stdout.split())
     assert empty.returncode == 1
     assert "✗ model answers: the model returned an empty answer" in shown  # no RuntimeError
+
+
+def test_a_limit_below_one_is_a_usage_error_not_a_silent_default(
+    env: ModelServer, data_dir: Path
+) -> None:
+    """`--limit 0` listed 10 hits and `sessions list --limit -1` every session (SQLite's
+    LIMIT -1): a count below one is refused, with exit code 2, before anything is opened."""
+    env.enqueue("Noted.")
+    assert run_cli("ask", "my boat is called Wave").returncode == 0
+    for args in (
+        ("memory", "search", "boat", "--limit", "0"),
+        ("memory", "search", "boat", "--limit", "-3"),
+        ("sessions", "list", "--limit", "0"),
+        ("sessions", "list", "--limit", "-1"),
+    ):
+        result = run_cli(*args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert "--limit" in result.stderr and result.stdout == "", args
+    assert "Wave" in run_cli("memory", "search", "boat", "--limit", "1").stdout

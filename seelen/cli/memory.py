@@ -66,7 +66,7 @@ def _memory_command(
 @memory_app.command("search")
 def memory_search(
     query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
-    limit: Annotated[int | None, typer.Option(help="how many turns")] = None,
+    limit: Annotated[int | None, typer.Option(help="how many turns", min=1)] = None,
     mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     batch: Annotated[
@@ -109,7 +109,7 @@ def memory_search(
         from seelen.chat.render import render_hits
         from seelen.protocol.calls import Search
 
-        shown = limit or 10
+        shown = 10 if limit is None else limit
         render_hits(
             console, service.search(Search(query=query or "", limit=shown, mode=mode)), shown
         )
@@ -161,7 +161,7 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
 
 @sessions_app.command("list")
 def sessions_list(
-    limit: Annotated[int, typer.Option(help="how many, newest first")] = 30,
+    limit: Annotated[int, typer.Option(help="how many, newest first", min=1)] = 30,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
