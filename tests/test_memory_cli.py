@@ -195,3 +195,19 @@ def test_a_limit_below_one_is_a_usage_error_not_a_silent_default(
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "--limit" in result.stderr and result.stdout == "", args
     assert "Wave" in run_cli("memory", "search", "boat", "--limit", "1").stdout
+
+
+def test_export_into_a_folder_says_so_and_leaves_nothing(env: ModelServer, tmp_path: Path) -> None:
+    """`export -o FOLDER` named a hidden temporary file beside the folder ("cannot use
+    /tmp/.out.x1y2.tmp: Is a directory"); it names the folder and what to give instead."""
+    env.enqueue("Noted.")
+    assert run_cli("ask", "remember the harbour").returncode == 0
+    place = tmp_path / "exports"
+    folder = place / "out"
+    folder.mkdir(parents=True)
+    result = run_cli("export", "-o", str(folder))
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"seelen: export: {folder} is a folder; name a file to write, e.g. {folder}/seelen.json\n"
+    )
+    assert list(place.iterdir()) == [folder] and list(folder.iterdir()) == []

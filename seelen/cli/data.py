@@ -115,6 +115,9 @@ def write_export(app: App, fmt: str, output: str | None, out: IO[str] | None = N
     from seelen.files import atomic_write
     from seelen.memory.transfer import export_chunks
 
+    if output and Path(output).is_dir():
+        example = Path(output) / f"seelen.{'md' if fmt == 'markdown' else 'json'}"
+        raise SeelenError(f"export: {output} is a folder; name a file to write, e.g. {example}")
     chunks = export_chunks(app.store, app.files, app.clock, fmt)
     if output:
         atomic_write(Path(output), _then(chunks, "\n"))
