@@ -304,6 +304,9 @@ def main() -> None:
     # Piped bytes that are not valid UTF-8 become U+FFFD instead of ending the program.
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="replace")
+    from seelen.cli.reader import guard_stdout
+
+    sys.stdout = guard_stdout(sys.stdout)  # `seelen … | head` is no error
 
     try:
         refuse_undecodable_arguments(sys.argv[1:])
