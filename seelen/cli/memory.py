@@ -127,21 +127,23 @@ def memory_forget(
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """Delete a memory from SQLite and the vector index for good."""
-    from seelen.runtime import forget_session, forget_text
+    """Delete a memory from SQLite and the vector index for good.
 
+    It goes through the process that holds the profile, so an open chat can stay open.
+    """
     if (text_id is None) == (session is None):
         raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
+    from seelen.cli.data import forget
+    from seelen.protocol import calls
 
-    def body(application: App, console: Console) -> None:
-        if session is not None:
-            n = forget_session(application, session)
-            console.print(f"Forgot session {session} ({counted(n, 'text')}).", markup=False)
-        else:
-            forget_text(application, text_id or "")
-            console.print(f"Forgot {text_id}.", markup=False)
-
-    _memory_command(profile, data_dir, body, write="memory forget")
+    request: calls.Request = (
+        calls.ForgetSession(session_id=session)
+        if session is not None
+        else calls.Forget(text_id=text_id or "")
+    )
+    final = forget(settings_from(profile, None, data_dir), request)
+    what = f"session {session}" if session is not None else final.text_id
+    print(f"Forgot {what} ({counted(final.forgotten, 'text')}).")
 
 
 @memory_app.command("reindex")
