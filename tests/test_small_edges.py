@@ -4,6 +4,7 @@ which ranker found a hit."""
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -184,3 +185,19 @@ def test_a_recalled_items_copy_changes_only_what_it_names() -> None:
     assert (original.rank, original.in_prompt) == (0, False)  # the original is untouched
     with pytest.raises(TypeError, match="rnak"):
         original.but(rnak=3)
+
+
+def test_an_mcp_server_that_fails_is_one_line_on_stderr_of_ask(
+    env: ModelServer, tmp_path: Path
+) -> None:
+    """`seelen ask` said an MCP server failed through a console of its own, which Rich broke
+    at 80 columns: the one line became two in a pipe or a log."""
+    config = tmp_path / "mcp_servers.json"
+    missing = tmp_path / "a-program-with-a-rather-long-name-that-is-not-installed-here"
+    config.write_text(json.dumps({"mcpServers": {"notes": {"command": str(missing)}}}), "utf-8")
+    env.enqueue("Still here.")
+    result = run_cli("ask", "hello", env={"ENABLE_MCP": "true", "MCP_SERVERS_FILE": str(config)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Still here.\n"
+    said = f"MCP server 'notes' failed: command '{missing}' not found"
+    assert len(said) > 80 and said + "\n" in result.stderr.splitlines(keepends=True)
