@@ -152,6 +152,18 @@ async def test_reset_clears_the_current_session(env: ModelServer) -> None:
     await repl.app.aclose()
 
 
+async def test_a_lone_r_deletes_nothing(env: ModelServer) -> None:
+    """The alias /r was /reset: two keys, typed for /retry, forgot the session for good."""
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.start()
+        await repl.handle("my locker code is 4711")
+        await repl.handle("/r")
+    assert [t.text for t in repl.app.sessions.live_turns()][:1] == ["my locker code is 4711"]
+    assert "Unknown command /r" in out.getvalue()
+    await repl.app.aclose()
+
+
 async def test_help_lists_every_command_and_completion_offers_them(env: ModelServer) -> None:
     from prompt_toolkit.document import Document
 
@@ -161,7 +173,6 @@ async def test_help_lists_every_command_and_completion_offers_them(env: ModelSer
     text = out.getvalue()
     for name in (
         "/reset",
-        "/r",
         "/save",
         "/s",
         "/saveandexit",

@@ -82,7 +82,8 @@ async def _help(repl: Repl, arg: str) -> bool:
     return True
 
 
-@command("/reset", "/r", help="forget the current session's turns and start it afresh")
+# No one-letter alias: /reset deletes for good, and "/r" is what a hand types for /retry.
+@command("/reset", help="forget the current session's turns for good and start it afresh")
 async def _reset(repl: Repl, arg: str) -> bool:
     ids = await asyncio.to_thread(repl.app.sessions.reset)
     await asyncio.to_thread(repl.app.forget, ids)  # their vectors go too
