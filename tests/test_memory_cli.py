@@ -211,3 +211,20 @@ def test_export_into_a_folder_says_so_and_leaves_nothing(env: ModelServer, tmp_p
         f"seelen: export: {folder} is a folder; name a file to write, e.g. {folder}/seelen.json\n"
     )
     assert list(place.iterdir()) == [folder] and list(folder.iterdir()) == []
+
+
+def test_sessions_show_keeps_each_turn_on_its_line_in_a_pipe(
+    env: ModelServer, data_dir: Path
+) -> None:
+    """In a pipe Rich broke every turn at 80 columns, so `sessions show ID > file` or `| grep`
+    got the user's words cut by newlines they never typed."""
+    words = " ".join(f"word{n}" for n in range(40))  # about 280 characters
+    env.enqueue("Noted.")
+    assert run_cli("ask", words).returncode == 0
+    store = open_store(data_dir)
+    session = store.active_session()
+    assert session is not None
+    shown = run_cli("sessions", "show", session.session_id[:8])
+    assert shown.returncode == 0, shown.stderr
+    [line] = [line for line in shown.stdout.splitlines() if "word0" in line]
+    assert line.endswith(f" user: {words}")

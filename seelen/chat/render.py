@@ -200,7 +200,8 @@ def render_sessions(console: Console, app: App, limit: int) -> None:
 
 
 def render_session(console: Console, app: App, session: Session) -> None:
-    """One session: its summary and every turn with its time."""
+    """One session: its summary and every turn with its time, each on one line however
+    long (a terminal wraps it; a pipe or a file keeps the words as they were typed)."""
     console.print(
         f"[bold]Session {session.session_id}[/bold] ({session.status}), "
         f"started {app.clock.fmt(session.start_ms)}"
@@ -208,18 +209,21 @@ def render_session(console: Console, app: App, session: Session) -> None:
     summary = app.store.session_summary(session.session_id)
     if summary or session.rolling_summary:
         console.print(
-            f"[italic]{shown(summary.text if summary else session.rolling_summary)}[/italic]\n"
+            f"[italic]{shown(summary.text if summary else session.rolling_summary)}[/italic]\n",
+            soft_wrap=True,
         )
     for turn in app.store.turns(session.session_id):
         if turn.role == "tool":
             console.print(
                 f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} tool "
-                f"{shown(turn.meta.get('name', ''))}: {shown(one_line(turn.text))}[/dim]"
+                f"{shown(turn.meta.get('name', ''))}: {shown(one_line(turn.text))}[/dim]",
+                soft_wrap=True,
             )
             continue
         console.print(
             f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} {turn.text_id[:12]}[/dim] "
-            f"[bold]{turn.role}[/bold]: {shown(turn.text)}"
+            f"[bold]{turn.role}[/bold]: {shown(turn.text)}",
+            soft_wrap=True,
         )
 
 
