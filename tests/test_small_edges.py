@@ -201,3 +201,30 @@ def test_an_mcp_server_that_fails_is_one_line_on_stderr_of_ask(
     assert result.stdout == "Still here.\n"
     said = f"MCP server 'notes' failed: command '{missing}' not found"
     assert len(said) > 80 and said + "\n" in result.stderr.splitlines(keepends=True)
+
+
+def test_hits_in_a_narrow_terminal_keep_their_words_readable() -> None:
+    """Under 64 columns the table left a hit's text a column of five characters ("user …"):
+    each text now goes under its details, whole lines of it."""
+    from seelen.chat.render import render_hits
+    from seelen.protocol.results import MemoryItem, SearchResult
+
+    hit = MemoryItem(
+        rank=1,
+        text_id="1e6260a09e67456795bbf8bef5a096ee",
+        session_id="048d81f51ae04e6dac0e8917d377fe60",
+        kind="turn",
+        time="2026-11-27T13:30:10.075+00:00",
+        role="user",
+        text="my cat is called Mimi and she sleeps on the piano",
+        score=0.0492,
+        rankers={"bm25": 1, "vector": 1},
+        in_prompt=True,
+    )
+    out = io.StringIO()
+    render_hits(Console(file=out, width=40), SearchResult(query="cat", turns=[hit]), 10)
+    lines = out.getvalue().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 40
+    said = " ".join(" ".join(lines).split())
+    assert "user (words + meaning): my cat is called Mimi and she sleeps on the piano" in said
+    assert "session 048d81f5" in said and "id 1e6260a09e67" in said
