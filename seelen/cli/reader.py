@@ -9,6 +9,7 @@ silent exit status 1: an error in a script (`set -o pipefail`) where nothing wen
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any, TextIO, cast
 
 
@@ -28,7 +29,7 @@ class UntilReaderLeaves:
             self._reader_gone()
             return len(text)
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         """Write each of `lines`."""
         for line in lines:
             self.write(line)
@@ -47,7 +48,7 @@ class UntilReaderLeaves:
         finally:
             os.close(devnull)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # Any: whatever the wrapped stream holds
         return getattr(self._stream, name)
 
 
