@@ -228,3 +228,23 @@ def test_hits_in_a_narrow_terminal_keep_their_words_readable() -> None:
     said = " ".join(" ".join(lines).split())
     assert "user (words + meaning): my cat is called Mimi and she sleeps on the piano" in said
     assert "session 048d81f5" in said and "id 1e6260a09e67" in said
+
+
+def test_an_editor_that_fails_is_named_in_words_and_the_file_is_unchanged(data_dir: Path) -> None:
+    """The error quoted Python: "Command '['false', '/tmp/tmpk6c4cx_1/persona_memory.txt']'
+    returned non-zero exit status 1."."""
+    assert run_cli("persona", "edit", env={"EDITOR": "true", "VISUAL": ""}).returncode == 0
+    before = run_cli("persona", "show").stdout
+    assert before.startswith("I am Seelen")
+    for editor, said in (
+        ("false", "seelen: the editor 'false' ended with status 1"),
+        (
+            "/nonexistent/editor",
+            "seelen: cannot start the editor '/nonexistent/editor' (No such file or directory)"
+            ": set EDITOR",
+        ),
+    ):
+        result = run_cli("persona", "edit", env={"EDITOR": editor, "VISUAL": ""})
+        assert result.returncode == 1
+        assert result.stderr == f"{said}; persona_memory.txt is unchanged\n"
+        assert run_cli("persona", "show").stdout == before

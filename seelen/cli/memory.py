@@ -282,8 +282,12 @@ def edit_file(app: App, name: str, console: Console) -> bool:
         path.write_text(before, "utf-8")
         try:
             subprocess.run([*shlex.split(editor), str(path)], check=True)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise SeelenError(f"the editor {editor!r} failed: {exc}") from None
+        except OSError as exc:
+            why = f"cannot start the editor {editor!r} ({exc.strerror or exc}): set EDITOR"
+            raise SeelenError(f"{why}; {name} is unchanged") from None
+        except subprocess.CalledProcessError as exc:
+            why = f"the editor {editor!r} ended with status {exc.returncode}"
+            raise SeelenError(f"{why}; {name} is unchanged") from None
         after = path.read_text("utf-8")
     change = app.files.write(name, after)
     if not change.changed:
