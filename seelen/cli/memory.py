@@ -86,7 +86,7 @@ def memory_search(
         raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
     if batch and not as_json:
         raise typer.BadParameter("--batch needs --json", param_hint="--batch")
-    if (query is None) != batch:
+    if (query is None) != batch or (query is not None and not query.strip()):
         raise typer.BadParameter("give a QUERY, or --batch --json with queries on stdin")
 
     from seelen.cli.data import index_if_free
