@@ -78,6 +78,10 @@ def test_doctor_reports_each_part(env: ModelServer, data_dir: Path) -> None:
     assert "openai" in ok.stdout and "test-model" in ok.stdout
     assert "✓ model answers" in ok.stdout and "✓ memory store" in ok.stdout
     assert "✓ vector index" in ok.stdout and str(data_dir) in ok.stdout.replace("\n", "")
+    # One line a check, in a pipe too (the store's line, naming every migration, was broken).
+    [store_line] = [line for line in ok.stdout.splitlines() if "memory store" in line]
+    assert store_line.startswith("✓ memory store: ") and "m001_initial" in store_line
+    assert store_line.rstrip().endswith("ms)") and len(store_line) > 80
 
     down = run_cli("doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": "0"})
     assert down.returncode == 1

@@ -269,7 +269,8 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
             if check.pending:  # work under way (indexing) is no failure
                 mark = "[yellow]…[/yellow]"
-            console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
+            line = Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}")
+            console.print(line, soft_wrap=True)  # one line a check, in a pipe too
         return all(c.ok or c.pending for c in checks)
 
     async def body(application: App) -> bool:
