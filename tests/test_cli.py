@@ -123,6 +123,23 @@ def test_help_explains_commands() -> None:
         assert name in result.stdout
 
 
+def test_version_and_h_answer_as_a_newcomer_types_them(data_dir: Path) -> None:
+    """`seelen --version` and `-h` were "No such option" (exit 2); --version starts no chat
+    and opens no profile."""
+    import re
+
+    import seelen
+    from seelen.client.place import code_version
+
+    shown = run_cli("--version")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == f"seelen {code_version()}\n"
+    assert re.fullmatch(rf"seelen {re.escape(seelen.__version__)}\+[0-9a-f]{{12}}\n", shown.stdout)
+    assert not data_dir.exists()
+    for command in ((), ("memory", "search"), ("ask",)):
+        assert run_cli(*command, "-h").stdout == run_cli(*command, "--help").stdout != ""
+
+
 def test_invalid_utf8_on_stdin_is_kept_not_fatal(env: ModelServer, data_dir: Path) -> None:
     env.enqueue("Got it.")
     result = run_cli("ask", stdin=b"caf\xe9 au lait\n")

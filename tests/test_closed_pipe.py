@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import open_store, wait_until
+from helpers import open_store, run_seelen, wait_until
 from model_server import ModelServer, Reply
 
 # Words enough that the reply goes on well after the reader has left.
@@ -102,3 +102,44 @@ def test_a_client_killed_mid_answer_still_gets_the_reply_stored_whole(
         assert store.turns(session.session_id)[-1].text == REPLY
     finally:
         store.close()
+
+
+def run_with_stdout_closed(*args: str) -> tuple[int, str]:
+    """Run `seelen ARGS` with a reader that has left before the first line comes."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seelen", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # every write of the command meets a pipe without a reader
+    err = proc.stderr.read().decode()
+    return proc.wait(60), err
+
+
+def test_any_command_whose_reader_leaves_does_its_work_and_exits_with_its_own_status(
+    env: ModelServer, data_dir
+) -> None:
+    """`seelen export | head -1` exited 1 with no word (click's answer to a broken pipe), so
+    a script with `set -o pipefail` failed where nothing went wrong; and a command that
+    changes memory must not stop halfway because nobody reads what it says."""
+    env.enqueue("Noted.", "Noted too.")
+    for question in ("my kayak is red", "my tent is green"):
+        assert run_seelen("ask", question).returncode == 0
+    store = open_store(data_dir)
+    try:
+        session = store.active_session()
+        assert session is not None
+        kayak = store.turns(session.session_id)[0].text_id
+    finally:
+        store.close()
+    for args in (("export",), ("sessions", "list"), ("memory", "forget", kayak)):
+        code, err = run_with_stdout_closed(*args)
+        assert (code, err) == (0, ""), args
+    store = open_store(data_dir)
+    try:
+        texts = [t.text for t in store.turns(session.session_id)]
+    finally:
+        store.close()
+    assert "my kayak is red" not in texts and "my tent is green" in texts

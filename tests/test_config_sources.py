@@ -100,3 +100,24 @@ def test_settings_that_failed_only_later_fail_when_read(
     # Both were refused only once the profile and the local model were open.
     with pytest.raises(ConfigError, match=expected):
         load_settings({}, environ=environ, dotenv_path=tmp_path / "none")
+
+
+def test_a_flag_given_empty_is_refused_not_read_as_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--data-dir "$DIR"` with DIR unset opened the default data dir, the user's real
+    memory, in place of the folder the script meant; an empty --model or --profile is
+    refused the same way, before anything is opened."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SEELEN_DATA_DIR", raising=False)
+    for args in (
+        ("--data-dir", "", "sessions", "list"),
+        ("sessions", "list", "--data-dir", ""),
+        ("-m", "", "sessions", "list"),
+        ("sessions", "list", "-p", ""),
+    ):
+        result = run_cli(*args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert "it is empty: give a value or leave it out" in result.stderr, args
+    assert list(tmp_path.iterdir()) == []

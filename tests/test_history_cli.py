@@ -256,3 +256,11 @@ def test_a_file_that_is_no_export_is_one_line_through_the_owner_too(
     assert result.stderr.startswith("seelen: import: not JSON, or cut short")
     assert result.stderr.count("\n") == 1
     assert open_store(data_dir).count_turns() == 0
+
+
+def test_import_without_a_file_is_a_usage_error(data_dir: Path) -> None:
+    """`seelen import` alone exited 1, as for a file that failed: no FILE is a usage error."""
+    result = run_cli("import")
+    assert result.returncode == 2
+    assert "Invalid value for FILE: give a FILE (or - for standard input)" in result.stderr
+    assert "Usage: seelen import" in result.stderr

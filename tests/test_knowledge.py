@@ -386,3 +386,23 @@ async def test_ask_names_the_notes_it_used_on_stderr(
     assert "used: " + os.path.join("novel", "characters", "piotr-halvorsen.md") in captured.err
     assert "used:" not in captured.out
     await app.aclose()
+
+
+def test_knowledge_search_refuses_an_empty_query_or_budget_and_says_when_nothing_is_found(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """An empty query, `--tokens 0` and a query that matched nothing all printed nothing,
+    with exit code 0: the first two are usage errors, the last says so."""
+    from helpers import run_cli
+
+    notes = tmp_path / "trip"
+    notes.mkdir()
+    (notes / "oslo.md").write_text("# Trip\nWe go to Oslo in May.\n", "utf-8")
+    assert run_cli("knowledge", "add", str(notes)).returncode == 0
+    for args in (("",), ("   ",), ("Oslo", "--tokens", "0")):
+        result = run_cli("knowledge", "search", *args)
+        assert result.returncode == 2 and result.stdout == "", (args, result.stderr)
+    assert "oslo.md" in run_cli("knowledge", "search", "Oslo").stdout
+    missing = run_cli("knowledge", "search", "zeppelin")
+    assert (missing.returncode, missing.stdout) == (0, "Nothing found.\n")
+    assert run_cli("memory", "search", "   ").returncode == 2

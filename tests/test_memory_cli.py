@@ -78,6 +78,10 @@ def test_doctor_reports_each_part(env: ModelServer, data_dir: Path) -> None:
     assert "openai" in ok.stdout and "test-model" in ok.stdout
     assert "✓ model answers" in ok.stdout and "✓ memory store" in ok.stdout
     assert "✓ vector index" in ok.stdout and str(data_dir) in ok.stdout.replace("\n", "")
+    # One line a check, in a pipe too (the store's line, naming every migration, was broken).
+    [store_line] = [line for line in ok.stdout.splitlines() if "memory store" in line]
+    assert store_line.startswith("✓ memory store: ") and "m001_initial" in store_line
+    assert store_line.rstrip().endswith("ms)") and len(store_line) > 80
 
     down = run_cli("doctor", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "MAX_RETRIES": "0"})
     assert down.returncode == 1
@@ -176,3 +180,55 @@ def test_doctor_shows_indexing_under_way_as_such_and_no_exception_names(
     shown = " ".join(empty.stdout.split())
     assert empty.returncode == 1
     assert "✗ model answers: the model returned an empty answer" in shown  # no RuntimeError
+
+
+def test_a_limit_below_one_is_a_usage_error_not_a_silent_default(
+    env: ModelServer, data_dir: Path
+) -> None:
+    """`--limit 0` listed 10 hits and `sessions list --limit -1` every session (SQLite's
+    LIMIT -1): a count below one is refused, with exit code 2, before anything is opened."""
+    env.enqueue("Noted.")
+    assert run_cli("ask", "my boat is called Wave").returncode == 0
+    for args in (
+        ("memory", "search", "boat", "--limit", "0"),
+        ("memory", "search", "boat", "--limit", "-3"),
+        ("sessions", "list", "--limit", "0"),
+        ("sessions", "list", "--limit", "-1"),
+    ):
+        result = run_cli(*args)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert "--limit" in result.stderr and result.stdout == "", args
+    assert "Wave" in run_cli("memory", "search", "boat", "--limit", "1").stdout
+
+
+def test_export_into_a_folder_says_so_and_leaves_nothing(env: ModelServer, tmp_path: Path) -> None:
+    """`export -o FOLDER` named a hidden temporary file beside the folder ("cannot use
+    /tmp/.out.x1y2.tmp: Is a directory"); it names the folder and what to give instead."""
+    env.enqueue("Noted.")
+    assert run_cli("ask", "remember the harbour").returncode == 0
+    place = tmp_path / "exports"
+    folder = place / "out"
+    folder.mkdir(parents=True)
+    result = run_cli("export", "-o", str(folder))
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"seelen: export: {folder} is a folder; name a file to write, e.g. {folder}/seelen.json\n"
+    )
+    assert list(place.iterdir()) == [folder] and list(folder.iterdir()) == []
+
+
+def test_sessions_show_keeps_each_turn_on_its_line_in_a_pipe(
+    env: ModelServer, data_dir: Path
+) -> None:
+    """In a pipe Rich broke every turn at 80 columns, so `sessions show ID > file` or `| grep`
+    got the user's words cut by newlines they never typed."""
+    words = " ".join(f"word{n}" for n in range(40))  # about 280 characters
+    env.enqueue("Noted.")
+    assert run_cli("ask", words).returncode == 0
+    store = open_store(data_dir)
+    session = store.active_session()
+    assert session is not None
+    shown = run_cli("sessions", "show", session.session_id[:8])
+    assert shown.returncode == 0, shown.stderr
+    [line] = [line for line in shown.stdout.splitlines() if "word0" in line]
+    assert line.endswith(f" user: {words}")

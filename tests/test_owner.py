@@ -63,6 +63,23 @@ def test_a_client_starts_an_owner_and_a_second_reuses_it(
     assert wait_gone(pid)
 
 
+def test_a_relative_data_dir_is_served_by_one_warm_owner(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    """`--data-dir ./data`: the owner, given the folder absolute, took the client for one of
+    other settings and refused it, so each ask started owners, stopped them and answered in
+    its own process (3 s an ask instead of 0.2 s)."""
+    assert data_dir == Path.cwd() / "data"
+    for question in ("first", "second"):
+        result = run_seelen("--data-dir", "data", "ask", question)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == f"answer to {question}\n"
+    status = _status()
+    assert status.answered == 2
+    assert run_seelen("server", "stop").stdout.strip() == "stopped"
+    assert wait_gone(status.pid)
+
+
 def test_a_killed_owner_is_replaced_and_no_turn_is_lost(
     owner_env: ModelServer, data_dir: Path
 ) -> None:

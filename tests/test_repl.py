@@ -15,7 +15,7 @@ from rich.console import Console
 
 from seelen.app import build_app
 from seelen.chat.repl import COMMANDS, Repl
-from seelen.chat.slash import SlashCompleter
+from seelen.chat.slash import SlashCompleter, unique_commands
 from seelen.config import load_settings
 from seelen.memory.context import users_words
 from seelen.store import ARCHIVED
@@ -152,6 +152,18 @@ async def test_reset_clears_the_current_session(env: ModelServer) -> None:
     await repl.app.aclose()
 
 
+async def test_a_lone_r_deletes_nothing(env: ModelServer) -> None:
+    """The alias /r was /reset: two keys, typed for /retry, forgot the session for good."""
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.start()
+        await repl.handle("my locker code is 4711")
+        await repl.handle("/r")
+    assert [t.text for t in repl.app.sessions.live_turns()][:1] == ["my locker code is 4711"]
+    assert "Unknown command /r" in out.getvalue()
+    await repl.app.aclose()
+
+
 async def test_help_lists_every_command_and_completion_offers_them(env: ModelServer) -> None:
     from prompt_toolkit.document import Document
 
@@ -161,7 +173,6 @@ async def test_help_lists_every_command_and_completion_offers_them(env: ModelSer
     text = out.getvalue()
     for name in (
         "/reset",
-        "/r",
         "/save",
         "/s",
         "/saveandexit",
@@ -177,6 +188,17 @@ async def test_help_lists_every_command_and_completion_offers_them(env: ModelSer
     completions = [c.text for c in SlashCompleter().get_completions(Document("/sa"), None)]
     assert "/save" in completions and "/saveandexit" in completions
     assert list(SlashCompleter().get_completions(Document("hello /sa"), None)) == []
+    await repl.app.aclose()
+
+
+async def test_help_gives_every_command_s_description_one_column(env: ModelServer) -> None:
+    """Each description followed its names two spaces on, so no two lines lined up."""
+    repl, out = make_repl(None)
+    await repl.handle("/help")
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("  /")]
+    assert len(lines) == len(unique_commands())
+    starts = {line.index(cmd.help) for line, cmd in zip(lines, unique_commands(), strict=True)}
+    assert len(starts) == 1, out.getvalue()
     await repl.app.aclose()
 
 

@@ -4,6 +4,7 @@ which ranker found a hit."""
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -184,3 +185,66 @@ def test_a_recalled_items_copy_changes_only_what_it_names() -> None:
     assert (original.rank, original.in_prompt) == (0, False)  # the original is untouched
     with pytest.raises(TypeError, match="rnak"):
         original.but(rnak=3)
+
+
+def test_an_mcp_server_that_fails_is_one_line_on_stderr_of_ask(
+    env: ModelServer, tmp_path: Path
+) -> None:
+    """`seelen ask` said an MCP server failed through a console of its own, which Rich broke
+    at 80 columns: the one line became two in a pipe or a log."""
+    config = tmp_path / "mcp_servers.json"
+    missing = tmp_path / "a-program-with-a-rather-long-name-that-is-not-installed-here"
+    config.write_text(json.dumps({"mcpServers": {"notes": {"command": str(missing)}}}), "utf-8")
+    env.enqueue("Still here.")
+    result = run_cli("ask", "hello", env={"ENABLE_MCP": "true", "MCP_SERVERS_FILE": str(config)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Still here.\n"
+    said = f"MCP server 'notes' failed: command '{missing}' not found"
+    assert len(said) > 80 and said + "\n" in result.stderr.splitlines(keepends=True)
+
+
+def test_hits_in_a_narrow_terminal_keep_their_words_readable() -> None:
+    """Under 64 columns the table left a hit's text a column of five characters ("user …"):
+    each text now goes under its details, whole lines of it."""
+    from seelen.chat.render import render_hits
+    from seelen.protocol.results import MemoryItem, SearchResult
+
+    hit = MemoryItem(
+        rank=1,
+        text_id="1e6260a09e67456795bbf8bef5a096ee",
+        session_id="048d81f51ae04e6dac0e8917d377fe60",
+        kind="turn",
+        time="2026-11-27T13:30:10.075+00:00",
+        role="user",
+        text="my cat is called Mimi and she sleeps on the piano",
+        score=0.0492,
+        rankers={"bm25": 1, "vector": 1},
+        in_prompt=True,
+    )
+    out = io.StringIO()
+    render_hits(Console(file=out, width=40), SearchResult(query="cat", turns=[hit]), 10)
+    lines = out.getvalue().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 40
+    said = " ".join(" ".join(lines).split())
+    assert "user (words + meaning): my cat is called Mimi and she sleeps on the piano" in said
+    assert "session 048d81f5" in said and "id 1e6260a09e67" in said
+
+
+def test_an_editor_that_fails_is_named_in_words_and_the_file_is_unchanged(data_dir: Path) -> None:
+    """The error quoted Python: "Command '['false', '/tmp/tmpk6c4cx_1/persona_memory.txt']'
+    returned non-zero exit status 1."."""
+    assert run_cli("persona", "edit", env={"EDITOR": "true", "VISUAL": ""}).returncode == 0
+    before = run_cli("persona", "show").stdout
+    assert before.startswith("I am Seelen")
+    for editor, said in (
+        ("false", "seelen: the editor 'false' ended with status 1"),
+        (
+            "/nonexistent/editor",
+            "seelen: cannot start the editor '/nonexistent/editor' (No such file or directory)"
+            ": set EDITOR",
+        ),
+    ):
+        result = run_cli("persona", "edit", env={"EDITOR": editor, "VISUAL": ""})
+        assert result.returncode == 1
+        assert result.stderr == f"{said}; persona_memory.txt is unchanged\n"
+        assert run_cli("persona", "show").stdout == before

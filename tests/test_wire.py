@@ -42,6 +42,7 @@ SAMPLES: list[codec.Frame] = [
     calls.Search(query="q", limit=3, since="2024-01-01", until=None, version="v"),
     calls.Remember(text="t", client="claude-code", key="k"),
     calls.Forget(text_id="abcd"),
+    calls.ForgetSession(session_id="ef01"),
     calls.ListSessions(n=2),
     calls.GetProfile(),
     calls.SearchNotes(query="q", limit=2),

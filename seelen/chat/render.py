@@ -37,7 +37,7 @@ from seelen.protocol.events import (
     ToolStarted,
     TurnUsage,
 )
-from seelen.protocol.results import SearchResult
+from seelen.protocol.results import MemoryItem, SearchResult
 from seelen.protocol.text import when
 
 if TYPE_CHECKING:
@@ -75,31 +75,68 @@ HIT_LINES = 3
 # Columns left of a hit's text: rank (3), score (6), when/session/id (16) and the gaps
 # between the four columns, measured with Rich's SIMPLE_HEAD box without its edge.
 HIT_META_WIDTH = 34
+# The narrowest text column the table keeps: at 30 characters a line holds five or six
+# words; narrower (a terminal under 64 columns), each hit's text goes under its details.
+HIT_TEXT_MIN = 30
 
 
 def render_hits(console: Console, result: SearchResult, limit: int) -> None:
     """A table of the first `limit` ranked turns in the order they were ranked (with the
     score they were ranked by; a result also lists lower ones that chat's prompt holds),
     then the matching sessions' summaries; each hit's date, session and id stacked in one
-    column, its text cut to `HIT_LINES` lines, so that it reads at 80 columns."""
+    column, its text cut to `HIT_LINES` lines, so that it reads at 80 columns (in a narrower
+    terminal each text goes under its details)."""
     ranked = [i for i in result.turns if i.rank is not None and i.rank <= limit]
     if not result.summaries and not ranked:
         console.print("[dim]Nothing found.[/dim]")
         return
+    if console.width < HIT_META_WIDTH + HIT_TEXT_MIN:
+        _stacked_hits(console, [*ranked, *result.summaries])
+    else:
+        _hit_table(console, [*ranked, *result.summaries])
+    console.print(
+        f"[dim]{counted(len(result.summaries), 'summary', 'summaries')}, "
+        f"{counted(len(ranked), 'turn')}, "
+        f"{result.ms:.0f} ms ({result.mode}); (words): it holds the query's "
+        "words, (meaning): close in meaning, maybe with none of them[/dim]"
+    )
+
+
+def _hit_text(item: MemoryItem, width: int) -> Text:
+    """A hit's role (or "summary"), which rankers found it, and its text, cut for `width`."""
+    return Text.assemble(
+        ("summary" if item.kind == "summary" else item.role or "", "bold"),
+        (f" ({found_by(item.rankers)})", "dim"),
+        ": ",
+        visible(one_line(item.text, width * HIT_LINES)),
+    )
+
+
+def _stacked_hits(console: Console, items: list[MemoryItem]) -> None:
+    """The hits for a narrow terminal: rank, score and date on a line, session and id on
+    the next, then the text, indented."""
+    width = max(console.width - 4, 10)
+    for number, item in enumerate(items, start=1):
+        console.print(
+            Text.assemble(
+                (f"{number:>2}", "dim"),
+                f"  {item.score or 0.0:.4f}  {when(item.time)}\n",
+                (f"    session {item.session_id[:8]}  id {item.text_id[:12]}", "dim"),
+            )
+        )
+        text = _first_lines(console, _hit_text(item, width), width, HIT_LINES)
+        console.print(Padding(text, (0, 0, 0, 4)))
+
+
+def _hit_table(console: Console, items: list[MemoryItem]) -> None:
+    """The hits as a table: the date, session and id stacked in one column."""
     table = Table(box=box.SIMPLE_HEAD, expand=True, pad_edge=False, show_edge=False)
     table.add_column("#", style="dim", width=3, no_wrap=True, justify="right")
     table.add_column("score", width=6, no_wrap=True)
     table.add_column("when", width=16, no_wrap=True)  # and the session and id below it
     table.add_column("text", ratio=1, no_wrap=True)
     width = max(console.width - HIT_META_WIDTH, 20)
-    for number, item in enumerate([*ranked, *result.summaries], start=1):
-        label = "summary" if item.kind == "summary" else item.role
-        text = Text.assemble(
-            (label or "", "bold"),
-            (f" ({found_by(item.rankers)})", "dim"),
-            ": ",
-            visible(one_line(item.text, width * HIT_LINES)),
-        )
+    for number, item in enumerate(items, start=1):
         table.add_row(
             str(number),
             f"{item.score or 0.0:.4f}",
@@ -107,15 +144,9 @@ def render_hits(console: Console, result: SearchResult, limit: int) -> None:
                 when(item.time),
                 (f"\nsession {item.session_id[:8]}\nid {item.text_id[:12]}", "dim"),
             ),
-            _first_lines(console, text, width, HIT_LINES),
+            _first_lines(console, _hit_text(item, width), width, HIT_LINES),
         )
     console.print(table)
-    console.print(
-        f"[dim]{counted(len(result.summaries), 'summary', 'summaries')}, "
-        f"{counted(len(ranked), 'turn')}, "
-        f"{result.ms:.0f} ms ({result.mode}); (words): it holds the query's "
-        "words, (meaning): close in meaning, maybe with none of them[/dim]"
-    )
 
 
 def _first_lines(console: Console, text: Text, width: int, lines: int) -> Text:
@@ -200,7 +231,8 @@ def render_sessions(console: Console, app: App, limit: int) -> None:
 
 
 def render_session(console: Console, app: App, session: Session) -> None:
-    """One session: its summary and every turn with its time."""
+    """One session: its summary and every turn with its time, each on one line however
+    long (a terminal wraps it; a pipe or a file keeps the words as they were typed)."""
     console.print(
         f"[bold]Session {session.session_id}[/bold] ({session.status}), "
         f"started {app.clock.fmt(session.start_ms)}"
@@ -208,18 +240,21 @@ def render_session(console: Console, app: App, session: Session) -> None:
     summary = app.store.session_summary(session.session_id)
     if summary or session.rolling_summary:
         console.print(
-            f"[italic]{shown(summary.text if summary else session.rolling_summary)}[/italic]\n"
+            f"[italic]{shown(summary.text if summary else session.rolling_summary)}[/italic]\n",
+            soft_wrap=True,
         )
     for turn in app.store.turns(session.session_id):
         if turn.role == "tool":
             console.print(
                 f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} tool "
-                f"{shown(turn.meta.get('name', ''))}: {shown(one_line(turn.text))}[/dim]"
+                f"{shown(turn.meta.get('name', ''))}: {shown(one_line(turn.text))}[/dim]",
+                soft_wrap=True,
             )
             continue
         console.print(
             f"[dim]{app.clock.fmt(turn.ts_ms, seconds=True)} {turn.text_id[:12]}[/dim] "
-            f"[bold]{turn.role}[/bold]: {shown(turn.text)}"
+            f"[bold]{turn.role}[/bold]: {shown(turn.text)}",
+            soft_wrap=True,
         )
 
 

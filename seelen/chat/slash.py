@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, WordCompleter
 from prompt_toolkit.document import Document
+from rich.padding import Padding
 from rich.text import Text
 
 from seelen.counts import counted
@@ -69,12 +70,18 @@ class SlashCompleter(Completer):
 
 @command("/help", "/h", help="show this list")
 async def _help(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import shown
+    from rich.table import Table
 
+    # A grid: each description in one column, wrapped within it in a narrow terminal.
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
     for cmd in unique_commands():
-        names = ", ".join((cmd.name, *cmd.aliases))
-        usage = f" {cmd.arg}" if cmd.arg else ""
-        repl.console.print(f"  [bold]{shown(names)}[/bold]{shown(usage)}  {shown(cmd.help)}")
+        names = Text.assemble((", ".join((cmd.name, *cmd.aliases)), "bold"))
+        if cmd.arg:
+            names.append(f" {cmd.arg}")
+        grid.add_row(names, cmd.help)
+    repl.console.print(Padding(grid, (0, 0, 0, 2)))
     repl.console.print(
         "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
         "start a message with // to send a literal /.[/dim]"
@@ -82,7 +89,8 @@ async def _help(repl: Repl, arg: str) -> bool:
     return True
 
 
-@command("/reset", "/r", help="forget the current session's turns and start it afresh")
+# No one-letter alias: /reset deletes for good, and "/r" is what a hand types for /retry.
+@command("/reset", help="forget the current session's turns for good and start it afresh")
 async def _reset(repl: Repl, arg: str) -> bool:
     ids = await asyncio.to_thread(repl.app.sessions.reset)
     await asyncio.to_thread(repl.app.forget, ids)  # their vectors go too

@@ -31,13 +31,20 @@ def settings_from(
     profile: str | None = None, model: str | None = None, data_dir: str | None = None
 ) -> Settings:
     """Settings with command-line flags (after or before the command) on top of the
-    environment and .env."""
+    environment and .env. A flag given empty (`--data-dir "$UNSET"`) is refused: read as
+    absent, it would open the default data dir, the user's real memory."""
+    typed = {"profile": profile, "model": model, "data_dir": data_dir}
+    for name, value in typed.items():
+        if (value if value is not None else _ROOT_FLAGS.get(name)) == "":
+            flag = "--" + name.replace("_", "-")
+            raise typer.BadParameter("it is empty: give a value or leave it out", param_hint=flag)
+    given = {
+        "SEELEN_PROFILE": profile or _ROOT_FLAGS.get("profile"),
+        "CHAT_MODEL": model or _ROOT_FLAGS.get("model"),
+        "SEELEN_DATA_DIR": data_dir or _ROOT_FLAGS.get("data_dir"),
+    }
     return load_settings(
-        {
-            "SEELEN_PROFILE": profile or _ROOT_FLAGS.get("profile"),
-            "CHAT_MODEL": model or _ROOT_FLAGS.get("model"),
-            "SEELEN_DATA_DIR": data_dir or _ROOT_FLAGS.get("data_dir"),
-        },
+        given,
         flags=_FLAG_NAMES,
         warn=lambda line: stderr_console().print(f"seelen: {line}", markup=False, soft_wrap=True),
     )

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     from seelen.app import App
     from seelen.config import Settings
+    from seelen.protocol import calls
+    from seelen.protocol.results import Forgotten
     from seelen.service import ProfileService
 
 
@@ -115,6 +117,9 @@ def write_export(app: App, fmt: str, output: str | None, out: IO[str] | None = N
     from seelen.files import atomic_write
     from seelen.memory.transfer import export_chunks
 
+    if output and Path(output).is_dir():
+        example = Path(output) / f"seelen.{'md' if fmt == 'markdown' else 'json'}"
+        raise SeelenError(f"export: {output} is a folder; name a file to write, e.g. {example}")
     chunks = export_chunks(app.store, app.files, app.clock, fmt)
     if output:
         atomic_write(Path(output), _then(chunks, "\n"))
@@ -127,3 +132,23 @@ def write_export(app: App, fmt: str, output: str | None, out: IO[str] | None = N
 def _then(chunks: Iterator[str], last: str) -> Iterator[str]:
     yield from chunks
     yield last
+
+
+def forget(settings: Settings, request: calls.Request) -> Forgotten:
+    """`memory forget`: done by the process that holds the profile, so an open chat stays
+    open; where no owner can run, by this process under the profile's writer lock."""
+    from seelen.cli.common import memory_only
+    from seelen.client.exchange import memory_call
+    from seelen.protocol import events
+    from seelen.protocol.results import Forgotten
+    from seelen.service import ProfileService
+
+    final = memory_call(settings, request)
+    if final is None:
+        with memory_only(settings, "memory forget") as app:
+            final = ProfileService(app).call(request)
+    if isinstance(final, events.Failed):
+        raise SeelenError(final.message)
+    if not isinstance(final, Forgotten):
+        raise SeelenError(f"memory forget: the background Seelen answered {final.TAG}")
+    return final

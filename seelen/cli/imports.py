@@ -87,7 +87,9 @@ def readable_path(settings: Settings, source: str | None, fmt: str | None) -> It
     """FILE as an absolute path the owner can read: standard input spooled to a private
     file in the profile folder (removed afterwards), llm's own logs.db without FILE."""
     if source is None and fmt != "llm":
-        raise SeelenError("import: give a FILE (or - for standard input)")
+        import typer
+
+        raise typer.BadParameter("give a FILE (or - for standard input)", param_hint="FILE")
     if source is None:
         from seelen.memory.imports.llm_logs import default_path
 

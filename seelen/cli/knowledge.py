@@ -103,7 +103,7 @@ def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @knowledge_app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
-    tokens: Annotated[int, typer.Option(help="token budget of the answer")] = 2000,
+    tokens: Annotated[int, typer.Option(help="token budget of the answer", min=1)] = 2000,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
@@ -112,6 +112,8 @@ def search(
     from seelen.knowledge.folders import open_knowledge
     from seelen.memory.context import one_line
 
+    if not query.strip():
+        raise typer.BadParameter("give the words to look for", param_hint="QUERY")
     settings = _settings(profile, data_dir, reading=True)
     knowledge = open_knowledge(settings)
     if knowledge is None:
@@ -120,8 +122,11 @@ def search(
     prepare_profile_dir(settings)  # the notes' index lives in the profile (KNOWLEDGE_DIRS)
     try:
         knowledge.catch_up()
-        for passage in knowledge.search(query, tokens):
+        passages = knowledge.search(query, tokens)
+        for passage in passages:
             print(f"{passage.score:7.2f}  {passage.label()}")
             print("         " + one_line(passage.text, 200))
+        if not passages:
+            print("Nothing found.")
     finally:
         knowledge.close()

@@ -43,6 +43,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     add_completion=True,  # `seelen --install-completion` for bash, zsh, fish, PowerShell
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command's, too
 )
 
 
@@ -82,9 +83,24 @@ async def _with_app(
         await app.aclose()
 
 
+def _version(asked: bool) -> None:
+    """`--version`: the version, with the digest of the installed code the owner compares."""
+    if asked:
+        from seelen.client.place import code_version
+
+        print(f"seelen {code_version()}")
+        raise typer.Exit()
+
+
 @app.callback(invoke_without_command=True)
 def _root(
-    ctx: typer.Context, profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt = None
+    ctx: typer.Context,
+    profile: ProfileOpt = None,
+    model: ModelOpt = None,
+    data_dir: DataOpt = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version")
+    ] = False,
 ) -> None:
     _ROOT_FLAGS.update(profile=profile, model=model, data_dir=data_dir)
     if ctx.invoked_subcommand is None:
@@ -269,7 +285,8 @@ def doctor(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt
             mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
             if check.pending:  # work under way (indexing) is no failure
                 mark = "[yellow]…[/yellow]"
-            console.print(Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}"))
+            line = Text.from_markup(mark).append(f" {check.name}: {visible(check.detail)}")
+            console.print(line, soft_wrap=True)  # one line a check, in a pipe too
         return all(c.ok or c.pending for c in checks)
 
     async def body(application: App) -> bool:
@@ -304,6 +321,9 @@ def main() -> None:
     # Piped bytes that are not valid UTF-8 become U+FFFD instead of ending the program.
     if hasattr(sys.stdin, "reconfigure"):
         sys.stdin.reconfigure(errors="replace")
+    from seelen.cli.reader import guard_stdout
+
+    sys.stdout = guard_stdout(sys.stdout)  # `seelen … | head` is no error
 
     try:
         refuse_undecodable_arguments(sys.argv[1:])

@@ -66,7 +66,7 @@ def _memory_command(
 @memory_app.command("search")
 def memory_search(
     query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
-    limit: Annotated[int | None, typer.Option(help="how many turns")] = None,
+    limit: Annotated[int | None, typer.Option(help="how many turns", min=1)] = None,
     mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     batch: Annotated[
@@ -86,7 +86,7 @@ def memory_search(
         raise typer.BadParameter("use hybrid, bm25 or vector", param_hint="--mode")
     if batch and not as_json:
         raise typer.BadParameter("--batch needs --json", param_hint="--batch")
-    if (query is None) != batch:
+    if (query is None) != batch or (query is not None and not query.strip()):
         raise typer.BadParameter("give a QUERY, or --batch --json with queries on stdin")
 
     from seelen.cli.data import index_if_free
@@ -109,7 +109,7 @@ def memory_search(
         from seelen.chat.render import render_hits
         from seelen.protocol.calls import Search
 
-        shown = limit or 10
+        shown = 10 if limit is None else limit
         render_hits(
             console, service.search(Search(query=query or "", limit=shown, mode=mode)), shown
         )
@@ -127,21 +127,23 @@ def memory_forget(
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """Delete a memory from SQLite and the vector index for good."""
-    from seelen.runtime import forget_session, forget_text
+    """Delete a memory from SQLite and the vector index for good.
 
+    It goes through the process that holds the profile, so an open chat can stay open.
+    """
     if (text_id is None) == (session is None):
         raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
+    from seelen.cli.data import forget
+    from seelen.protocol import calls
 
-    def body(application: App, console: Console) -> None:
-        if session is not None:
-            n = forget_session(application, session)
-            console.print(f"Forgot session {session} ({counted(n, 'text')}).", markup=False)
-        else:
-            forget_text(application, text_id or "")
-            console.print(f"Forgot {text_id}.", markup=False)
-
-    _memory_command(profile, data_dir, body, write="memory forget")
+    request: calls.Request = (
+        calls.ForgetSession(session_id=session)
+        if session is not None
+        else calls.Forget(text_id=text_id or "")
+    )
+    final = forget(settings_from(profile, None, data_dir), request)
+    what = f"session {session}" if session is not None else final.text_id
+    print(f"Forgot {what} ({counted(final.forgotten, 'text')}).")
 
 
 @memory_app.command("reindex")
@@ -161,7 +163,7 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
 
 @sessions_app.command("list")
 def sessions_list(
-    limit: Annotated[int, typer.Option(help="how many, newest first")] = 30,
+    limit: Annotated[int, typer.Option(help="how many, newest first", min=1)] = 30,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
@@ -280,8 +282,12 @@ def edit_file(app: App, name: str, console: Console) -> bool:
         path.write_text(before, "utf-8")
         try:
             subprocess.run([*shlex.split(editor), str(path)], check=True)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise SeelenError(f"the editor {editor!r} failed: {exc}") from None
+        except OSError as exc:
+            why = f"cannot start the editor {editor!r} ({exc.strerror or exc}): set EDITOR"
+            raise SeelenError(f"{why}; {name} is unchanged") from None
+        except subprocess.CalledProcessError as exc:
+            why = f"the editor {editor!r} ended with status {exc.returncode}"
+            raise SeelenError(f"{why}; {name} is unchanged") from None
         after = path.read_text("utf-8")
     change = app.files.write(name, after)
     if not change.changed:

@@ -12,9 +12,9 @@ from seelen.service import ProfileService
 
 async def answer_once(app: App, text: str, printer: AnswerPrinter, *, ephemeral: bool) -> int:
     """Answer `text` and print it through `printer`; returns the exit code."""
-    from rich.console import Console
+    from seelen.cli.common import stderr_console
 
-    err = Console(stderr=True, highlight=False)
+    err = stderr_console()  # one line each, however narrow the terminal or the pipe
     manager = app.start_mcp(lambda line: err.print(line, style="yellow", markup=False))
     if manager is not None:
         await manager.wait_handshakes()

@@ -34,6 +34,10 @@ HELD_SECONDS = 30.0
 # stat-ing every source file costs 1-6 ms, and an upgrade is noticed within two seconds.
 VERSION_SECONDS = 2.0
 _versions: list[tuple[float, str]] = []
+# Why a memory call was not served: the open chat cannot hand the profile over.
+OTHER_VERSION = (
+    "a Seelen chat of another version has this profile open: close it and start it again"
+)
 
 
 def held_seconds(settings: Settings) -> float:
@@ -142,10 +146,27 @@ def call(
     if final is None:
         return events.Failed(message=start_failure(settings))
     if isinstance(final, calls.Refused):
-        return events.Failed(
-            message="a Seelen chat of another version has this profile open: "
-            "close it and start it again"
-        )
+        return events.Failed(message=OTHER_VERSION)
+    return final
+
+
+def memory_call(settings: Settings, request: calls.Request) -> codec.Frame | None:
+    """A memory call of a command (`memory forget`) through the process that holds the
+    profile (an open chat, the warm owner, or one started for it), so that no open chat has
+    to close first: its result, or `Failed` with one sentence. None: no owner can run here
+    (SEELEN_OWNER=false, a socket path too long, an owner that could not start), and the
+    caller does the work in this process."""
+    if not settings.owner or not place.usable(place.socket_path(settings)):
+        return None
+    final = send(
+        settings,
+        request,
+        memory_only=True,
+        wait_seconds=held_seconds(settings),
+        seconds=CALL_SECONDS,
+    )
+    if isinstance(final, calls.Refused):
+        return events.Failed(message=OTHER_VERSION)
     return final
 
 
@@ -175,10 +196,7 @@ def import_file(
     if isinstance(final, (results.Imported, events.Failed)):
         return final
     if isinstance(final, calls.Refused):
-        return events.Failed(
-            message="a Seelen chat of another version has this profile open: "
-            "close it and start it again"
-        )
+        return events.Failed(message=OTHER_VERSION)
     return None
 
 

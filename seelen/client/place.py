@@ -120,6 +120,8 @@ def fingerprint(settings: Settings) -> str:
     """A digest of every setting: an owner answers questions only for clients that would
     behave like it."""
     values = {f.name: str(getattr(settings, f.name)) for f in fields(settings)}
+    # The owner is given the data dir absolute (connect.py): `--data-dir ./x` is the same.
+    values["data_dir"] = str(Path(settings.data_dir).absolute())
     # The MCP list is a file relative to the working folder: name the file, and its version.
     mcp = Path(settings.mcp_servers_file).absolute()
     values["mcp_file"] = f"{mcp}:{mcp.stat().st_mtime_ns if mcp.is_file() else 0}"

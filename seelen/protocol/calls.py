@@ -66,6 +66,15 @@ class Forget(Request):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ForgetSession(Request):
+    """Delete a whole session by id (or a unique prefix of it): its turns, its summary and
+    their vectors."""
+
+    TAG: ClassVar[str] = "forget_session"
+    session_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ListSessions(Request):
     """The newest `n` sessions with their dates and summaries."""
 
@@ -157,11 +166,21 @@ class Stopping(Frame):
 
 
 # The memory calls: each answered by one result (or Failed), beside a running turn.
-MemoryCall = Search | Remember | Forget | ListSessions | GetProfile | SearchNotes | GetIndexState
+MemoryCall = (
+    Search
+    | Remember
+    | Forget
+    | ForgetSession
+    | ListSessions
+    | GetProfile
+    | SearchNotes
+    | GetIndexState
+)
 MEMORY_CALLS: tuple[type[Request], ...] = (
     Search,
     Remember,
     Forget,
+    ForgetSession,
     ListSessions,
     GetProfile,
     SearchNotes,

@@ -54,6 +54,7 @@ class ProfileService:
             calls.Search: self.search,
             calls.Remember: self.remember,
             calls.Forget: self.forget,
+            calls.ForgetSession: self.forget_session,
             calls.ListSessions: self.recent_sessions,
             calls.GetProfile: lambda _: self.profile(),
             calls.SearchNotes: self.search_notes,
@@ -109,6 +110,10 @@ class ProfileService:
     def forget(self, request: calls.Forget) -> Forgotten:
         """Delete one turn or summary for good (writes)."""
         return writing.forget(self.app, request)
+
+    def forget_session(self, request: calls.ForgetSession) -> Forgotten:
+        """Delete a whole session for good (writes)."""
+        return writing.forget_whole_session(self.app, request)
 
     def recent_sessions(self, request: calls.ListSessions) -> SessionList:
         """The newest sessions with their summaries."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from seelen.protocol import calls
 from seelen.protocol.results import Forgotten, Imported, ImportProgress, Remembered
-from seelen.runtime import forget_text
+from seelen.runtime import forget_session, forget_text, resolve_session
 from seelen.service.reading import BadInput
 from seelen.store import ARCHIVED, Session, now_ms
 
@@ -83,6 +83,28 @@ def forget(app: App, request: calls.Forget) -> Forgotten:
     matches = app.store.find_text_ids(prefix) if len(prefix) >= 4 else []
     count = forget_text(app, prefix)  # says what is wrong with the id
     return Forgotten(text_id=matches[0] if len(matches) == 1 else prefix, forgotten=count)
+
+
+def forget_whole_session(app: App, request: calls.ForgetSession) -> Forgotten:
+    """Delete a whole session (its turns, summary and vectors) by id or unique prefix;
+    `text_id` of the result is the session's id as given. The session this process talks
+    in (an open chat's, the owner's) is emptied instead, as /reset does: it stays to talk
+    on in, so the next turn is not written into a session that is gone."""
+    prefix = request.session_id.strip()
+    session = resolve_session(app, prefix)  # says what is wrong with the id
+    if _talks_in(app, session.session_id):
+        ids = app.sessions.reset()
+        app.forget(ids)  # their vectors go too
+        return Forgotten(text_id=prefix, forgotten=len(ids))
+    return Forgotten(text_id=prefix, forgotten=forget_session(app, session.session_id))
+
+
+def _talks_in(app: App, session_id: str) -> bool:
+    """Whether `session_id` is the session this process talks in (held in its memory)."""
+    try:
+        return app.sessions.current.session_id == session_id
+    except RuntimeError:  # no session was opened: a process of memory calls only
+        return False
 
 
 def import_file(
