@@ -234,6 +234,39 @@ def test_vectors_without_a_model_record_are_not_trusted(tmp_path: Path) -> None:
     assert not VectorIndex(path, "m", DIM).compatible()
 
 
+def test_a_reader_never_sees_a_first_table_without_its_model_record(tmp_path: Path) -> None:
+    """A reader (another process: `memory search` right after the first `ask`) that looks
+    while the first table is being made must not take the vectors for another model's."""
+    path = tmp_path / "lancedb"
+    writer = VectorIndex(path, "m", DIM)
+    db = writer._connect()
+    create = db.create_table
+    seen: list[bool] = []
+
+    def create_and_look(*args: object, **kwargs: object) -> object:
+        table = create(*args, **kwargs)  # type: ignore[arg-type]
+        seen.append(VectorIndex(path, "m", DIM, read_only=True).compatible())
+        return table
+
+    db.create_table = create_and_look  # type: ignore[method-assign]
+    writer.add("turns", [row("t1", "s1", unit(1))])
+    assert seen and all(seen)
+    assert (
+        VectorIndex(path, "m", DIM, read_only=True).search("turns", unit(1), 1)[0].text_id == "t1"
+    )
+
+
+def test_a_reader_opened_before_the_first_vectors_trusts_them(tmp_path: Path) -> None:
+    """`memory search` opened on a new profile while the owner embeds its first turns: the
+    record the writer makes then is read, not the absence seen at opening."""
+    path = tmp_path / "lancedb"
+    reader = VectorIndex(path, "m", DIM, read_only=True)
+    assert reader.compatible()  # nothing stored yet
+    VectorIndex(path, "m", DIM).add("turns", [row("t1", "s1", unit(1))])
+    assert reader.compatible()
+    assert reader.search("turns", unit(1), 1)[0].text_id == "t1"
+
+
 def test_bad_input(index: VectorIndex) -> None:
     with pytest.raises(ValueError):
         index.add("turns", [VectorRow("t", "s", 0, np.ones(DIM + 1))])

@@ -118,7 +118,13 @@ class VectorIndex(TableUpkeep, IndexSwaps):
     def _compatible_locked(self) -> bool:
         meta = self._read_meta()
         if meta is None:  # no record: fine only when nothing is stored yet
-            return not any(self._exists(k + s) for k in KINDS for s in ("", RECENT))
+            if not any(self._exists(k + s) for k in KINDS for s in ("", RECENT)):
+                return True
+            # A writer records its model before its first table: read again, in case it
+            # did so between the two looks.
+            meta = self._read_meta()
+            if meta is None:
+                return False
         return meta.get("model_id") == self.model_id and meta.get("dim") == self.dim
 
     def stored_model(self) -> str | None:
@@ -193,9 +199,10 @@ class VectorIndex(TableUpkeep, IndexSwaps):
                 table = db.open_table(name)
             else:
                 self._writing()  # a reader never creates a table
-                table = db.create_table(name, schema=tb.schema(self.dim))
-                if self._read_meta() is None:
+                if self._read_meta() is None:  # the record first: another process reading
+                    # between the two would find a table with no record, "another model's"
                     self._write_meta({"model_id": self.model_id, "dim": self.dim})
+                table = db.create_table(name, schema=tb.schema(self.dim))
             self._absent.discard(name)
             # Fragments left by earlier writes count as writes not yet compacted.
             # stats() returns a dict at run time, though its stub declares a dataclass.

@@ -13,7 +13,10 @@ META_FILE = "seelen_vectors.json"
 
 
 class ModelRecord:
-    """The record file, read once and cached; `write` replaces it atomically."""
+    """The record file, read once and cached once it exists; `write` replaces it atomically.
+
+    An absent record is not cached: a reader opened on a new profile must see the record
+    the writer makes with its first vectors, or it would take them for another model's."""
 
     def __init__(self, file: Path) -> None:
         self.file = file
@@ -28,7 +31,7 @@ class ModelRecord:
                 data = json.loads(self.file.read_text(encoding="utf-8"))
                 self._data = data if isinstance(data, dict) else {}
             except FileNotFoundError:
-                self._data = None
+                return None  # looked for again next time
             except (OSError, ValueError):
                 self._data = {}
             self._loaded = True
