@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import open_store, run_seelen, wait_until
+from helpers import open_store, run_cli, wait_until
 from model_server import ModelServer, Reply
 
 # Words enough that the reply goes on well after the reader has left.
@@ -125,8 +125,8 @@ def test_any_command_whose_reader_leaves_does_its_work_and_exits_with_its_own_st
     a script with `set -o pipefail` failed where nothing went wrong; and a command that
     changes memory must not stop halfway because nobody reads what it says."""
     env.enqueue("Noted.", "Noted too.")
-    for question in ("my kayak is red", "my tent is green"):
-        assert run_seelen("ask", question).returncode == 0
+    for question in ("my kayak is red", "my tent is green"):  # in process: only the setup
+        assert run_cli("ask", question).returncode == 0
     store = open_store(data_dir)
     try:
         session = store.active_session()

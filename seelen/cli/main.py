@@ -327,7 +327,9 @@ def main() -> None:
 
     try:
         refuse_undecodable_arguments(sys.argv[1:])
-        code = app(standalone_mode=False)
+        # Usage lines name the command as a user types it, however Python was started
+        # (`python -m seelen`, a test runner's own `__main__`).
+        code = app(standalone_mode=False, prog_name="seelen")
     except SeelenError as exc:
         print(f"seelen: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
