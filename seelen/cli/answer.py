@@ -6,12 +6,9 @@ or from an answer computed in this process, so both paths print exactly the same
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import sys
-from collections.abc import Iterator
 
 from seelen.chat.visible import visible
 from seelen.protocol import codec, events, to_json
@@ -30,7 +27,6 @@ class AnswerPrinter:
         # the first word (or the end).
         self._terminal = not as_json and sys.stderr.isatty()
         self._thinking = False
-        self.reader_gone = False  # stdout's reader stopped reading (`seelen ask … | head`)
         self.usage: events.TurnUsage | None = None
         self.tools: list[events.ToolFinished] = []
 
@@ -107,28 +103,12 @@ class AnswerPrinter:
             from rich.console import Console
             from rich.markdown import Markdown
 
-            with self._reader_may_leave():
-                Console().print(Markdown(visible(reply)))
+            Console().print(Markdown(visible(reply)))
         return 0
 
     def _write(self, text: str) -> None:
-        """Print on stdout, until its reader stops reading."""
-        if self.reader_gone:
-            return
-        with self._reader_may_leave():
-            sys.stdout.write(text)
-            sys.stdout.flush()
-
-    @contextlib.contextmanager
-    def _reader_may_leave(self) -> Iterator[None]:
-        """A reader that stopped reading (`| head`) ends the printing, never the answer: the
-        turn runs on and is stored whole, and the exit status stays the answer's."""
-        try:
-            yield
-        except BrokenPipeError:
-            self.reader_gone = True
-            # Whatever is still buffered for stdout goes nowhere, rather than failing again
-            # at the interpreter's last flush.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+        """Print on stdout. A reader that stops reading (`| head`) ends the printing, never
+        the answer: `cli.reader.guard_stdout` has stdout take it, so the turn runs on and is
+        stored whole, and the exit status stays the answer's."""
+        sys.stdout.write(text)
+        sys.stdout.flush()

@@ -1,8 +1,8 @@
 """Standard output whose reader may leave (`seelen … | head`).
 
 A reader that stops reading ends the printing, never the command: what the command was
-doing (a search, an export, a forget) runs to its end and the exit status is its own, as
-for `seelen ask` (answer.py). Without this, click turns the first failed write into a
+doing (an answer, a search, an export, a forget) runs to its end and the exit status is
+its own. Without this, click turns the first failed write into a
 silent exit status 1: an error in a script (`set -o pipefail`) where nothing went wrong.
 """
 
