@@ -136,18 +136,8 @@ def call(
     path = place.socket_path(settings)
     if not place.usable(path):
         return events.Failed(message=f"the profile's path is too long for a Unix socket: {path}")
-    final = send(
-        settings,
-        request,
-        memory_only=True,
-        wait_seconds=held_seconds(settings),
-        seconds=seconds,
-    )
-    if final is None:
-        return events.Failed(message=start_failure(settings))
-    if isinstance(final, calls.Refused):
-        return events.Failed(message=OTHER_VERSION)
-    return final
+    final = _memory_send(settings, request, seconds)
+    return events.Failed(message=start_failure(settings)) if final is None else final
 
 
 def memory_call(settings: Settings, request: calls.Request) -> codec.Frame | None:
@@ -158,16 +148,20 @@ def memory_call(settings: Settings, request: calls.Request) -> codec.Frame | Non
     caller does the work in this process."""
     if not settings.owner or not place.usable(place.socket_path(settings)):
         return None
+    return _memory_send(settings, request, CALL_SECONDS)
+
+
+def _memory_send(settings: Settings, request: calls.Request, seconds: float) -> codec.Frame | None:
+    """`request` sent as a memory call (an owner started for memory calls only, if none
+    runs); None when no owner could start."""
     final = send(
         settings,
         request,
         memory_only=True,
         wait_seconds=held_seconds(settings),
-        seconds=CALL_SECONDS,
+        seconds=seconds,
     )
-    if isinstance(final, calls.Refused):
-        return events.Failed(message=OTHER_VERSION)
-    return final
+    return events.Failed(message=OTHER_VERSION) if isinstance(final, calls.Refused) else final
 
 
 def import_file(
