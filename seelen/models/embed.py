@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from seelen.errors import ConfigError, ModelError
+from seelen.models.onnx_session import one_text
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -155,10 +156,8 @@ class LocalEmbedder:
 
     def _run(self, session: OnnxSession, pieces: list[int]) -> np.ndarray:
         """The vector of one tokenized text."""
-        ids = np.array([pieces], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids * 0}
         try:
-            (hidden,) = session.run(None, {k: feed[k] for k in self._inputs})
+            (hidden,) = session.run(None, one_text(pieces, self._inputs))
         except Exception as exc:  # onnxruntime raises its own unexported error classes
             raise ModelError(f"local embedding model failed: {exc}") from exc
         vector: np.ndarray = normalize(hidden[0].mean(axis=0, keepdims=True))[0]

@@ -128,15 +128,22 @@ def _lean(optimized: Path, leaner: Path) -> bool:
         before, after = _session(optimized, level), _session(leaner, level)
     except ModelError:  # a rewrite this onnxruntime cannot load: the optimized graph stays
         return False
-    names = {i.name for i in before.get_inputs()}
+    names = [i.name for i in before.get_inputs()]
     for length in PROBE_LENGTHS:
-        ids = (np.arange(length, dtype=np.int64) * 7919 % 28000 + 1000).reshape(1, -1)
-        ids[0, 0], ids[0, -1] = 101, 102  # [CLS] … [SEP], as every tokenized text
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids * 0}
-        feed = {k: v for k, v in feed.items() if k in names}
+        ids = np.arange(length, dtype=np.int64) * 7919 % 28000 + 1000
+        ids[0], ids[-1] = 101, 102  # [CLS] … [SEP], as every tokenized text
+        feed = one_text(ids.tolist(), names)
         if not np.array_equal(before.run(None, feed)[0], after.run(None, feed)[0]):
             return False
     return True
+
+
+def one_text(pieces: list[int], names: list[str]) -> dict[str, np.ndarray]:
+    """The inputs `names` of a model run on one tokenized text alone: never padded, so every
+    position is attended (what `lean_graph`'s prepared copy relies on)."""
+    ids = np.array([pieces], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids * 0}
+    return {name: feed[name] for name in names}
 
 
 # The steps `prepare` applies: 1 = int8 rewrite and onnxruntime's optimization, 2 = and
