@@ -13,14 +13,16 @@ for LanceDB's, tests/test_deferred.py for openai's).
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import importlib.abc
 
 # `lance_namespace_urllib3_client`: 0.7-1.2 s of `import lancedb`'s 1.6-2.3 s (`python -X
 # importtime`). `openai.types` and `openai.types.responses`: 0.23-0.28 s of the 0.45-0.50 s
