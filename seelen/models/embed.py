@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from seelen.errors import ConfigError, ModelError
-from seelen.models.onnx_session import one_text
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -156,6 +155,8 @@ class LocalEmbedder:
 
     def _run(self, session: OnnxSession, pieces: list[int]) -> np.ndarray:
         """The vector of one tokenized text."""
+        from seelen.models.onnx_session import one_text  # loaded by `_load` already
+
         try:
             (hidden,) = session.run(None, one_text(pieces, self._inputs))
         except Exception as exc:  # onnxruntime raises its own unexported error classes
