@@ -172,7 +172,7 @@ class _Rewrite:
             for i, name in enumerate(node.input):
                 node.input[i] = self.renamed.get(name, name)
             nodes.append(node)
-        nodes = _live(nodes, {o.name for o in self.graph.output})
+        nodes = live_nodes(nodes, {o.name for o in self.graph.output})
         read = {name for node in nodes for name in node.input}
         weights = [w for w in self.graph.initializer if w.name in read]
         del self.graph.node[:]
@@ -186,8 +186,9 @@ def _other(inputs: Iterable[str], known: str) -> str:
     return rest[0] if len(rest) == 1 else ""
 
 
-def _live(nodes: list[NodeProto], outputs: set[str]) -> list[NodeProto]:
-    """`nodes` without those whose results nothing reads (the old Cast and Mul of weights)."""
+def live_nodes(nodes: list[NodeProto], outputs: set[str]) -> list[NodeProto]:
+    """`nodes` without those whose results nothing reads (here the old Cast and Mul of
+    weights; `lean_graph` the nodes its rewrites left unread)."""
     while True:
         read = outputs | {name for node in nodes for name in node.input}
         kept = [node for node in nodes if any(out in read for out in node.output)]

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from seelen.models.int8_graph import CONTRIB, live_nodes
+
 if TYPE_CHECKING:
     from onnx import GraphProto, NodeProto
 
-CONTRIB = "com.microsoft"
 MASK_INPUT = "attention_mask"
 
 
@@ -216,14 +217,7 @@ def _reads_mask(name: str, made: dict[str, NodeProto], seen: set[str]) -> bool:
 
 def _prune(graph: GraphProto) -> None:
     """Drop nodes and weights nothing reads any more."""
-    nodes = list(graph.node)
-    outputs = {o.name for o in graph.output}
-    while True:
-        read = outputs | {name for node in nodes for name in node.input}
-        kept = [node for node in nodes if any(out in read for out in node.output)]
-        if len(kept) == len(nodes):
-            break
-        nodes = kept
+    nodes = live_nodes(list(graph.node), {o.name for o in graph.output})
     read = {name for node in nodes for name in node.input}
     weights = [w for w in graph.initializer if w.name in read]
     del graph.node[:]
