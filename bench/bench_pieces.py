@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_locomo import CATEGORIES, conversations, find_data, sessions_of, turn_id, turn_text
 
+from seelen.memory.names import without
 from seelen.models.embed import LocalEmbedder
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -55,13 +56,6 @@ def pieces_of(sample: dict, options: argparse.Namespace) -> tuple[list[str], lis
             if len(parts) > 1:
                 sentences += [(len(ids) - 1, turn["speaker"], p) for p in parts]
     return ids, texts, sentences
-
-
-def without_names(question: str, names: list[str]) -> str:
-    """The question as recall embeds it on LoCoMo: without the speakers' names."""
-    for name in names:
-        question = re.sub(rf"\b{re.escape(name)}(?:['’]s)?\b", "", question)
-    return re.sub(r"\s+", " ", question).strip()
 
 
 def ranks(scores: np.ndarray) -> np.ndarray:
@@ -102,7 +96,7 @@ def main() -> None:
         conv = sample["conversation"]
         names = [conv["speaker_a"], conv["speaker_b"]]
         questions = convs[sample["sample_id"]].questions
-        asked = embedder.embed([without_names(q.text, names) for q in questions])
+        asked = embedder.embed([without(q.text, names) for q in questions])
         where = {t: i for i, t in enumerate(ids)}
         for bound in bounds:
             keep = np.array([len(texts[i]) >= bound for i in owner], dtype=bool)

@@ -14,6 +14,7 @@ turns about that person apart.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,9 +33,15 @@ def for_meaning(store: Store, question: str) -> str:
     nothing else would be left."""
     names = sorted({m[0] for m in _NAME.finditer(question)} - {"I"})
     common = store.common_words(names, NAME_SHARE) if names else set()
-    if not common:
+    return without(question, common)
+
+
+def without(question: str, names: Collection[str]) -> str:
+    """`question` without `names` (each with a possessive "'s"); the question itself when
+    there are none, or when nothing else would be left."""
+    if not names:
         return question
-    alternatives = "|".join(re.escape(n) for n in sorted(common, key=len, reverse=True))
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     text = re.sub(rf"\b(?:{alternatives})(?:['’]s)?\b", "", question)
     text = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
     return text if re.search(r"\w", text) else question
