@@ -43,6 +43,7 @@ SAMPLES: list[codec.Frame] = [
     calls.Remember(text="t", client="claude-code", key="k"),
     calls.Forget(text_id="abcd"),
     calls.ForgetSession(session_id="ef01"),
+    calls.WriteFile(name="persona_memory.txt", text="I am ✓\n"),
     calls.ListSessions(n=2),
     calls.GetProfile(),
     calls.SearchNotes(query="q", limit=2),
@@ -67,6 +68,7 @@ SAMPLES: list[codec.Frame] = [
     results.SearchResult(query="q", ms=1.5, prompt_tokens=40, turns=[ITEM]),
     results.Remembered(text_id="t", session_id="s", time="x", role="user", text="t", client="c"),
     results.Forgotten(text_id="t", forgotten=1),
+    results.FileWritten(name="user_profile.txt", changed=True, kept=True),
     results.SessionList(
         sessions=[
             results.SessionInfo(

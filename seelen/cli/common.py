@@ -107,11 +107,13 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
     """The profile's memory (store, files, index) without a chat model, as an `App`.
 
     `writer` names a command that changes memory: it first waits for the profile's writer
-    lock, saying so on stderr. Readers take no lock, open the memory read-only and create
-    nothing.
+    lock, saying so on stderr (an open chat, which may stay for hours, is said at once).
+    Readers take no lock, open the memory read-only and create nothing.
     """
     from seelen.runtime import open_reader, open_writer
 
+    if writer is not None:
+        refuse_beside_chat(settings, f"close it, then run `seelen {writer}` again")
     if writer is None:
         app = open_reader(settings)
     else:
@@ -128,3 +130,18 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
         yield app
     finally:
         run(app.aclose())
+
+
+def refuse_beside_chat(settings: Settings, advice: str) -> None:
+    """Raise `ProfileBusy` at once when an open chat holds the profile: a command that needs
+    the profile to itself would otherwise wait for a chat that may stay open for hours.
+    `advice` says what to do instead. Any other holder (an `ask`, an import) finishes soon:
+    the command waits for it, saying so."""
+    from seelen.client import place
+    from seelen.runtime import ProfileBusy
+
+    if not place.lock_held(settings.profile_dir):
+        return
+    holder = place.Holder.read(settings.profile_dir)
+    if holder.role == "chat":
+        raise ProfileBusy(f"{holder.line()} has this profile open: {advice}")

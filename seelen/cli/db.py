@@ -16,10 +16,6 @@ if TYPE_CHECKING:
     from seelen.app import App
     from seelen.config import Settings
 
-if TYPE_CHECKING:
-    from seelen.app import App
-    from seelen.config import Settings
-
 db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memory.")
 
 
@@ -95,12 +91,15 @@ def restore(
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """Restore a backup; the current state is backed up first. Close any chat before."""
+    """Restore a backup; the current state is backed up first. Close any chat before: it
+    would go on with the memory it holds, so restore refuses while one is open."""
+    from seelen.cli.common import refuse_beside_chat
     from seelen.client.connect import stop_owner
     from seelen.memory.maintenance import restore as run_restore
     from seelen.runtime import ProfileLock
 
     settings = _settings(profile, data_dir)
+    refuse_beside_chat(settings, "close it, then run `seelen db restore` again")
     stop_owner(settings)
     lock = ProfileLock(settings.profile_dir, "db restore", settings.wait_seconds)
     lock.acquire(wait=True, on_wait=lambda line: typer.echo(line, err=True))

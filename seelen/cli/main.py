@@ -195,13 +195,18 @@ def ask(
 
 @app.command()
 def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt = None) -> None:
-    """Archive the current session into long-term memory and start a new one."""
+    """Archive the current session into long-term memory and start a new one.
+
+    While a chat is open, type /save in it instead: this command says so and stops.
+    """
     from rich.console import Console
 
     from seelen.chat.repl import Repl
+    from seelen.cli.common import refuse_beside_chat
 
     settings = settings_from(profile, model, data_dir)
     check_start(settings, mcp=False)
+    refuse_beside_chat(settings, "type /save in it (it archives its own session)")
 
     async def body(application: App) -> None:
         await Repl(application, Console(highlight=False)).archive()

@@ -1,18 +1,14 @@
 """`seelen memory|sessions|persona|profile|export`: seeing and steering memory.
 
-Readers open the profile without its writer lock and write nothing; the commands that
-change memory (forget, reindex, edit, restore) wait for the lock like any writer.
+Readers open the profile without its writer lock and write nothing. Forget, import and the
+persona and profile edits go through the process that holds the profile (an open chat
+stays open); reindex needs the profile to itself: it says at once when a chat has it open.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
@@ -25,8 +21,8 @@ from seelen.cli.common import (
     settings_from,
     stderr_console,
 )
+from seelen.cli.files import file_commands
 from seelen.counts import counted
-from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,9 +31,6 @@ if TYPE_CHECKING:
     from seelen.config import Settings
 
 T = TypeVar("T")
-# Characters of a version's opening that `history` shows: with its number and time before
-# it (26 characters), the line fits a terminal of 80 columns.
-HISTORY_PREVIEW = 54
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
@@ -148,7 +141,10 @@ def memory_forget(
 
 @memory_app.command("reindex")
 def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """Embed every stored text again (after changing EMBEDDING_MODEL, or to repair)."""
+    """Embed every stored text again (after changing EMBEDDING_MODEL, or to repair).
+
+    It needs the profile to itself: close an open chat first (it says so if one is open).
+    """
     from seelen.cli.common import progress_bar
     from seelen.runtime import reindex_all
 
@@ -188,69 +184,8 @@ def sessions_show(
     )
 
 
-def _file_commands(sub: typer.Typer, filename: str, label: str) -> None:
-    @sub.command("show")
-    def show(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """Print the file."""
-        from seelen.chat.visible import visible
-
-        _memory_command(
-            profile,
-            data_dir,
-            lambda a, c: print(visible(a.files.read(filename).rstrip()) or f"({label} is empty)"),
-        )
-
-    @sub.command("edit")
-    def edit(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """Open it in $EDITOR; the previous version is kept in history/."""
-        _memory_command(
-            profile, data_dir, lambda a, c: edit_file(a, filename, c), write=f"{label} edit"
-        )
-
-    @sub.command("history")
-    def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """List earlier versions, newest first (numbers for `restore`)."""
-
-        from seelen.chat.visible import visible
-        from seelen.memory.context import one_line
-
-        def body(a: App, c: Console) -> None:
-            versions = list(reversed(a.files.versions(filename)))
-            if not versions:
-                print(f"no earlier versions of {label}")
-            for number, path in enumerate(versions, start=1):
-                saved = a.clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
-                first = " ".join(path.read_text("utf-8").split())  # its opening, on one line
-                print(f"{number:>3}  {saved}  {visible(one_line(first, HISTORY_PREVIEW))}")
-
-        _memory_command(profile, data_dir, body)
-
-    @sub.command("restore")
-    def restore(
-        number: Annotated[int, typer.Argument(help="version from `history`; 1 = newest")] = 1,
-        profile: ProfileOpt = None,
-        data_dir: DataOpt = None,
-    ) -> None:
-        """Bring back an earlier version (the current one is kept in history too)."""
-
-        def body(a: App, c: Console) -> None:
-            versions = list(reversed(a.files.versions(filename)))
-            if not 1 <= number <= len(versions):
-                earlier = counted(len(versions), "earlier version")
-                raise SeelenError(f"{label} has {earlier}; see history")
-            a.files.write(filename, versions[number - 1].read_text("utf-8"))
-            print(f"restored {label} from version {number}")
-
-        _memory_command(profile, data_dir, body, write="restore")
-
-    @sub.command("path")
-    def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-        """Print where the file lives."""
-        _memory_command(profile, data_dir, lambda a, c: print(a.files.path(filename)))
-
-
-_file_commands(persona_app, "persona_memory.txt", "the persona")
-_file_commands(profile_app, "user_profile.txt", "the profile")
+file_commands(persona_app, "persona_memory.txt", "the persona")
+file_commands(profile_app, "user_profile.txt", "the profile")
 
 
 def export(
@@ -271,33 +206,6 @@ def export(
             stderr_console().print(f"Exported to {output}.", markup=False)
 
     _memory_command(profile, data_dir, body)
-
-
-def edit_file(app: App, name: str, console: Console) -> bool:
-    """Open a memory file in $EDITOR on a copy; save it (with history) if it changed."""
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    before = app.files.read(name)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / name
-        path.write_text(before, "utf-8")
-        try:
-            subprocess.run([*shlex.split(editor), str(path)], check=True)
-        except OSError as exc:
-            why = f"cannot start the editor {editor!r} ({exc.strerror or exc}): set EDITOR"
-            raise SeelenError(f"{why}; {name} is unchanged") from None
-        except subprocess.CalledProcessError as exc:
-            why = f"the editor {editor!r} ended with status {exc.returncode}"
-            raise SeelenError(f"{why}; {name} is unchanged") from None
-        after = path.read_text("utf-8")
-    change = app.files.write(name, after)
-    if not change.changed:
-        said = "unchanged"
-    elif before:
-        said = "saved (previous version kept in history/)"
-    else:  # an empty file leaves no version behind
-        said = "saved (it was empty: no earlier version to keep)"
-    console.print(f"{name}: {said}")
-    return change.changed
 
 
 def import_(

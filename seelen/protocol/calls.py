@@ -75,6 +75,17 @@ class ForgetSession(Request):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WriteFile(Request):
+    """Replace the persona or the user profile (`name`: persona_memory.txt or
+    user_profile.txt) with `text`, the previous version kept in history/; the holder's
+    next turn uses it."""
+
+    TAG: ClassVar[str] = "write_file"
+    name: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class ListSessions(Request):
     """The newest `n` sessions with their dates and summaries."""
 
@@ -171,6 +182,7 @@ MemoryCall = (
     | Remember
     | Forget
     | ForgetSession
+    | WriteFile
     | ListSessions
     | GetProfile
     | SearchNotes
@@ -181,6 +193,7 @@ MEMORY_CALLS: tuple[type[Request], ...] = (
     Remember,
     Forget,
     ForgetSession,
+    WriteFile,
     ListSessions,
     GetProfile,
     SearchNotes,

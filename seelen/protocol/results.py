@@ -88,6 +88,18 @@ class Forgotten(Frame):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FileWritten(Frame):
+    """What `WriteFile` did: whether the text changed, and whether an earlier version
+    was kept in history/ (an empty file leaves none)."""
+
+    TAG: ClassVar[str] = "file_written"
+    FINAL: ClassVar[bool] = True
+    name: str
+    changed: bool
+    kept: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionInfo:
     """One session: its dates and summary."""
 
@@ -189,6 +201,7 @@ RESULTS: tuple[type[Frame], ...] = (
     SearchResult,
     Remembered,
     Forgotten,
+    FileWritten,
     SessionList,
     ProfileInfo,
     NoteResult,

@@ -20,6 +20,7 @@ from seelen.protocol import calls
 from seelen.protocol.codec import Frame
 from seelen.protocol.events import Event, Failed
 from seelen.protocol.results import (
+    FileWritten,
     Forgotten,
     Imported,
     ImportProgress,
@@ -55,6 +56,7 @@ class ProfileService:
             calls.Remember: self.remember,
             calls.Forget: self.forget,
             calls.ForgetSession: self.forget_session,
+            calls.WriteFile: self.write_file,
             calls.ListSessions: self.recent_sessions,
             calls.GetProfile: lambda _: self.profile(),
             calls.SearchNotes: self.search_notes,
@@ -114,6 +116,10 @@ class ProfileService:
     def forget_session(self, request: calls.ForgetSession) -> Forgotten:
         """Delete a whole session for good (writes)."""
         return writing.forget_whole_session(self.app, request)
+
+    def write_file(self, request: calls.WriteFile) -> FileWritten:
+        """Replace the persona or the user profile, keeping the old one in history/ (writes)."""
+        return writing.write_file(self.app, request)
 
     def recent_sessions(self, request: calls.ListSessions) -> SessionList:
         """The newest sessions with their summaries."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seelen.protocol import calls
-from seelen.protocol.results import Forgotten, Imported, ImportProgress, Remembered
+from seelen.protocol.results import FileWritten, Forgotten, Imported, ImportProgress, Remembered
 from seelen.runtime import forget_session, forget_text, resolve_session
 from seelen.service.reading import BadInput
 from seelen.store import ARCHIVED, Session, now_ms
@@ -97,6 +97,17 @@ def forget_whole_session(app: App, request: calls.ForgetSession) -> Forgotten:
         app.forget(ids)  # their vectors go too
         return Forgotten(text_id=prefix, forgotten=len(ids))
     return Forgotten(text_id=prefix, forgotten=forget_session(app, session.session_id))
+
+
+def write_file(app: App, request: calls.WriteFile) -> FileWritten:
+    """Replace the persona or the user profile (atomically, the previous version kept in
+    history/): the holder's next turn uses the new text."""
+    from seelen.memory.persona import PERSONA, PROFILE
+
+    if request.name not in (PERSONA, PROFILE):
+        raise BadInput(f"only {PERSONA} and {PROFILE} can be written, not {request.name!r}")
+    change = app.files.write(request.name, request.text)
+    return FileWritten(name=request.name, changed=change.changed, kept=bool(change.before))
 
 
 def _talks_in(app: App, session_id: str) -> bool:

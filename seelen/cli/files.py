@@ -1,0 +1,162 @@
+"""`seelen persona|profile show|edit|history|restore|path`: the two memory files by hand.
+
+An edit or a restore goes through the process that holds the profile (an open chat, the
+warm owner, or one started for it), as `memory forget` does: an open chat stays open and
+its next turn uses the new text. The editor runs on a copy, with no lock held, for as long
+as the user likes; only the finished text is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from seelen.cli.common import DataOpt, ProfileOpt, memory_only, settings_from
+from seelen.counts import counted
+from seelen.errors import SeelenError
+
+if TYPE_CHECKING:
+    from seelen.config import Settings
+    from seelen.protocol.results import FileWritten
+
+# Characters of a version's opening that `history` shows: with its number and time before
+# it (26 characters), the line fits a terminal of 80 columns.
+HISTORY_PREVIEW = 54
+
+
+def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
+    """Add show, edit, history, restore and path for `filename` to `sub`."""
+
+    @sub.command("show")
+    def show(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """Print the file (the shipped default until it is first written)."""
+        from seelen.chat.visible import visible
+
+        settings = settings_from(profile, None, data_dir)
+        with memory_only(settings):  # a misspelt profile is named, not shown empty
+            text = current_text(settings, filename)
+        print(visible(text.rstrip()) or f"({label} is empty)")
+
+    @sub.command("edit")
+    def edit(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """Open it in $EDITOR; the previous version is kept in history/. An open chat
+        stays open and uses the new text from its next turn."""
+        settings = settings_from(profile, None, data_dir)
+        before = current_text(settings, filename)
+        after = edited(filename, before)
+        if before.strip() == after.strip():
+            print(f"{filename}: unchanged")
+            return
+        try:
+            written = write_file(settings, filename, after, f"{label} edit")
+        except SeelenError as exc:  # what the user typed is never lost
+            raise SeelenError(
+                f"{exc}; your text is kept in {kept_aside(filename, after)}"
+            ) from None
+        if not written.changed:
+            said = "unchanged"
+        elif written.kept:
+            said = "saved (previous version kept in history/)"
+        else:  # an empty file leaves no version behind
+            said = "saved (it was empty: no earlier version to keep)"
+        print(f"{filename}: {said}")
+
+    @sub.command("history")
+    def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """List earlier versions, newest first (numbers for `restore`)."""
+        from seelen.chat.visible import visible
+        from seelen.memory.context import one_line
+
+        with memory_only(settings_from(profile, None, data_dir)) as a:
+            versions = list(reversed(a.files.versions(filename)))
+            if not versions:
+                print(f"no earlier versions of {label}")
+            for number, path in enumerate(versions, start=1):
+                saved = a.clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
+                first = " ".join(path.read_text("utf-8").split())  # its opening, on one line
+                print(f"{number:>3}  {saved}  {visible(one_line(first, HISTORY_PREVIEW))}")
+
+    @sub.command("restore")
+    def restore(
+        number: Annotated[int, typer.Argument(help="version from `history`; 1 = newest")] = 1,
+        profile: ProfileOpt = None,
+        data_dir: DataOpt = None,
+    ) -> None:
+        """Bring back an earlier version (the current one is kept in history too)."""
+        settings = settings_from(profile, None, data_dir)
+        with memory_only(settings) as a:
+            versions = list(reversed(a.files.versions(filename)))
+            if not 1 <= number <= len(versions):
+                earlier = counted(len(versions), "earlier version")
+                raise SeelenError(f"{label} has {earlier}; see history")
+            text = versions[number - 1].read_text("utf-8")
+        write_file(settings, filename, text, f"{label} restore")
+        print(f"restored {label} from version {number}")
+
+    @sub.command("path")
+    def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
+        """Print where the file lives."""
+        with memory_only(settings_from(profile, None, data_dir)) as a:
+            print(a.files.path(filename))
+
+
+def current_text(settings: Settings, name: str) -> str:
+    """The file's text as a chat would use it: the shipped default while it does not exist
+    (nothing is created)."""
+    from seelen.memory.persona import PERSONA, PersonaFiles
+
+    files = PersonaFiles(settings.profile_dir)
+    files.load()
+    return files.persona if name == PERSONA else files.profile
+
+
+def edited(name: str, before: str) -> str:
+    """`before` as the user left it in $VISUAL or $EDITOR (on a private copy); an editor
+    that cannot start or fails is one line, and nothing is written."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(before, "utf-8")
+        try:
+            subprocess.run([*shlex.split(editor), str(path)], check=True)
+        except OSError as exc:
+            why = f"cannot start the editor {editor!r} ({exc.strerror or exc}): set EDITOR"
+            raise SeelenError(f"{why}; {name} is unchanged") from None
+        except subprocess.CalledProcessError as exc:
+            why = f"the editor {editor!r} ended with status {exc.returncode}"
+            raise SeelenError(f"{why}; {name} is unchanged") from None
+        return path.read_text("utf-8")
+
+
+def kept_aside(name: str, text: str) -> Path:
+    """`text` saved in a private file of the temporary folder, for an edit not written."""
+    fd, path = tempfile.mkstemp(prefix=f"seelen-{Path(name).stem}-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:  # mkstemp makes it 0600
+        out.write(text)
+    return Path(path)
+
+
+def write_file(settings: Settings, name: str, text: str, role: str) -> FileWritten:
+    """Replace `name` through the process that holds the profile, so an open chat stays open
+    and uses it at once; where no owner can run, in this process as the profile's writer."""
+    from seelen.client.exchange import memory_call
+    from seelen.protocol import calls, events
+    from seelen.protocol.results import FileWritten
+    from seelen.service import ProfileService
+
+    request = calls.WriteFile(name=name, text=text)
+    final = memory_call(settings, request)
+    if final is None:
+        with memory_only(settings, role) as app:
+            final = ProfileService(app).call(request)
+    if isinstance(final, events.Failed):
+        raise SeelenError(f"{final.message}; {name} is unchanged")
+    if not isinstance(final, FileWritten):
+        raise SeelenError(f"the background Seelen answered {final.TAG}; {name} is unchanged")
+    return final
