@@ -84,6 +84,23 @@ def test_ask_failure_exits_nonzero_and_keeps_question(env: ModelServer, data_dir
     ]
 
 
+def test_ask_json_failure_is_one_json_object_on_stdout(env: ModelServer, data_dir: Path) -> None:
+    """A JSON caller got an empty stdout when the answer failed: nothing to parse."""
+    env.responder = lambda body: Reply(status=500)
+    result = run_cli("ask", "--json", "will this survive?", env={"MAX_RETRIES": "0"})
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()[:1]
+    payload = json.loads(result.stdout)
+    assert payload["reply"] is None and payload["saved"] is True
+    assert line == f"seelen: {payload['error']}" and "answered 500" in payload["error"]
+    # Before anything starts: a setting that cannot work (exit 2), an empty question (2).
+    bad = run_cli("ask", "--json", "hi", env={"SEELEN_IDLE_MINUTES": "soon"})
+    assert bad.returncode == 2
+    assert bad.stderr == f"seelen: {json.loads(bad.stdout)['error']}\n"
+    empty = run_cli("ask", "--json", stdin="  \n")
+    assert empty.returncode == 2 and json.loads(empty.stdout)["error"].startswith("give a question")
+
+
 def test_kill_during_reply_loses_no_committed_turn(env: ModelServer, data_dir: Path) -> None:
     env.enqueue(Reply(text=" ".join(["word"] * 200), chunk_delay=0.05))
     proc = subprocess.Popen(

@@ -29,6 +29,7 @@ class AnswerPrinter:
         self._thinking = False
         self.usage: events.TurnUsage | None = None
         self.tools: list[events.ToolFinished] = []
+        self.printed = False  # the one JSON object is out
 
     def begin(self) -> None:
         """Show that the question is on its way (on stderr, in a terminal only)."""
@@ -78,11 +79,13 @@ class AnswerPrinter:
         self._done_thinking()
         if isinstance(final, events.Failed):
             print(f"seelen: {visible(final.message)}", file=sys.stderr)
-            if final.saved and not self.ephemeral:
+            saved = final.saved and not self.ephemeral
+            if saved:
                 print(
                     "seelen: your question is saved; `seelen chat` and /retry answer it",
                     file=sys.stderr,
                 )
+            self.fail_json(final.message, saved=saved)
             return 1
         reply = final.text
         if self.as_json:
@@ -91,8 +94,10 @@ class AnswerPrinter:
                 "session_id": None if self.ephemeral else final.session_id,
                 "usage": None if self.usage is None else to_json(self.usage),
                 "tool_calls": [{"name": t.name, "ok": t.ok} for t in self.tools],
+                "error": None,
             }
             self._write(json.dumps(payload, ensure_ascii=False) + "\n")
+            self.printed = True
         elif self.stream:
             if self.streamed and not reply.endswith("\n"):
                 self._write("\n")
@@ -105,6 +110,22 @@ class AnswerPrinter:
 
             Console().print(Markdown(visible(reply)))
         return 0
+
+    def fail_json(self, message: str, *, saved: bool = False) -> None:
+        """With --json, the failure as the one JSON object on stdout (`reply` null, `error`
+        the sentence said on stderr, `saved` whether the question was kept to answer later),
+        so a caller that parses stdout always finds an object."""
+        if self.as_json and not self.printed:
+            payload = {
+                "reply": None,
+                "session_id": None,
+                "usage": None,
+                "tool_calls": [{"name": t.name, "ok": t.ok} for t in self.tools],
+                "error": message,
+                "saved": saved,
+            }
+            self._write(json.dumps(payload, ensure_ascii=False) + "\n")
+            self.printed = True
 
     def _write(self, text: str) -> None:
         """Print on stdout. A reader that stops reading (`| head`) ends the printing, never

@@ -32,6 +32,7 @@ from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
     from seelen.app import App
+    from seelen.cli.answer import AnswerPrinter
 
 T = TypeVar("T")
 
@@ -160,37 +161,50 @@ def ask(
     (SEELEN_OWNER=false answers in this process instead).
     """
     from seelen.cli.answer import AnswerPrinter
-    from seelen.client.exchange import ask as ask_owner
 
-    text = question if question is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
-    if not text.strip():
-        raise typer.BadParameter("give a question as an argument or on standard input")
-    settings = settings_from(profile, model, data_dir)
-    check_start(settings)
     printer = AnswerPrinter(as_json=as_json, ephemeral=ephemeral)
+    try:
+        text = (
+            question if question is not None else ("" if sys.stdin.isatty() else sys.stdin.read())
+        )
+        if not text.strip():
+            raise typer.BadParameter("give a question as an argument or on standard input")
+        settings = settings_from(profile, model, data_dir)
+        check_start(settings)
+        printer.begin()
+        code = _answer(settings, text.strip(), printer, as_json=as_json, ephemeral=ephemeral)
+    except (SeelenError, typer.BadParameter, OSError) as exc:  # main() says it on stderr
+        printer.fail_json(_os_error(exc) if isinstance(exc, OSError) else str(exc))
+        raise
+    raise typer.Exit(code)
+
+
+def _answer(
+    settings: Settings, text: str, printer: AnswerPrinter, *, as_json: bool, ephemeral: bool
+) -> int:
+    """Answer through the warm owner, or in this process when none can; the exit code."""
+    from seelen.client.exchange import ask as ask_owner
 
     def waiting(line: str) -> None:  # another process holds the profile without serving it
         if not as_json:
             stderr_console().print(line, style="dim", markup=False)
 
-    printer.begin()
     final = ask_owner(
-        settings, text.strip(), ephemeral=ephemeral, on_event=printer.on_event, on_wait=waiting
+        settings, text, ephemeral=ephemeral, on_event=printer.on_event, on_wait=waiting
     )
     if final is not None:
-        raise typer.Exit(printer.finish(final))
+        return printer.finish(final)
     from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
 
-    code = run(
+    return run(
         _with_app(
             settings,
-            lambda a: answer_once(a, text.strip(), printer, ephemeral=ephemeral),
+            lambda a: answer_once(a, text, printer, ephemeral=ephemeral),
             role="ask",
             quiet=as_json,
             ephemeral=ephemeral,
         )
     )
-    raise typer.Exit(code)
 
 
 @app.command()
@@ -318,6 +332,12 @@ def refuse_undecodable_arguments(args: list[str]) -> None:
             ) from None
 
 
+def _os_error(exc: OSError) -> str:
+    """A failure of the disk (full, read-only, gone) in words."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot use{where}: {exc.strerror or exc}"
+
+
 def main() -> None:
     """Console-script entry point: one clear line per error, never a traceback."""
     from seelen.heap import limit_arenas
@@ -348,8 +368,7 @@ def main() -> None:
         show()
         sys.exit(getattr(exc, "exit_code", 2))
     except OSError as exc:  # the disk: full, read-only, gone
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"seelen: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"seelen: {_os_error(exc)}", file=sys.stderr)
         sys.exit(1)
     except Exception as exc:  # the last line of defence: one line, details on request
         import os
