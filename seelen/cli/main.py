@@ -254,15 +254,19 @@ def profiles(data_dir: DataOpt = None) -> None:
 
 @server_app.command("status")
 def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """Show whether the background process runs, since when, and how much it answered."""
+    """Show whether the background process runs, since when, and how much it answered.
+
+    "not running" is an answer, not an error: the exit status is 0 either way; a script
+    checks for a line starting with "running:".
+    """
     import time
 
     from seelen.client.connect import owner_status
 
     status = owner_status(settings_from(profile, None, data_dir))
-    if status is None:
+    if status is None:  # like `docker ps` or `git status`: the state asked for, reported
         print("not running")
-        raise typer.Exit(1)
+        return
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.started))
     print(
         f"running: pid {status.pid} ({status.kind}"
