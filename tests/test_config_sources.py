@@ -121,3 +121,30 @@ def test_a_flag_given_empty_is_refused_not_read_as_the_default(
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "it is empty: give a value or leave it out" in result.stderr, args
     assert list(tmp_path.iterdir()) == []
+
+
+def test_relative_folders_are_resolved_once_against_the_env_file_or_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KNOWLEDGE_DIRS and LOCAL_MODEL_PATH were kept as typed: `notes` and `./notes/` were two
+    folders, and each process read them against the folder it happened to start in."""
+    from seelen.knowledge.folders import add_folder, all_folders
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "notes").mkdir(parents=True)
+    elsewhere.mkdir()
+    dotenv = project / ".env"
+    dotenv.write_text("KNOWLEDGE_DIRS=notes:./notes/\nLOCAL_MODEL_PATH=models/m.gguf\n", "utf-8")
+    monkeypatch.chdir(elsewhere)
+    data = {"SEELEN_DATA_DIR": str(tmp_path / "data")}
+    from_file = load_settings({}, environ=data, dotenv_path=dotenv)
+    notes = str(project / "notes")
+    assert from_file.knowledge_dirs == f"{notes}{os.pathsep}{notes}"
+    assert from_file.local_model_path == str(project / "models" / "m.gguf")
+    (from_file.profile_dir).mkdir(parents=True)
+    add_folder(from_file.profile_dir, str(project / "notes" / "."))  # a third spelling
+    assert all_folders(from_file) == [notes]
+    from_env = load_settings(
+        {}, environ={**data, "KNOWLEDGE_DIRS": "~/n:../project/notes"}, dotenv_path=tmp_path / "x"
+    )
+    assert from_env.knowledge_dirs == f"{Path.home() / 'n'}{os.pathsep}{notes}"

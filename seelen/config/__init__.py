@@ -53,7 +53,10 @@ class Settings:
         "TOOL_MODEL", "", parse.text, "model for summaries and memory upkeep"
     )
     local_model_path: str = _setting(
-        "LOCAL_MODEL_PATH", "", parse.text, "a GGUF file for the local provider (default: bundled)"
+        "LOCAL_MODEL_PATH",
+        "",
+        parse.text,
+        "a GGUF file for the local provider (default: bundled; relative: to .env's folder)",
     )
     data_dir: str = _setting("SEELEN_DATA_DIR", "", parse.text, "where memories live")
     profile: str = _setting(
@@ -167,7 +170,10 @@ class Settings:
         "how long a command waits for another Seelen process to finish with the profile",
     )
     knowledge_dirs: str = _setting(
-        "KNOWLEDGE_DIRS", "", parse.text, "note folders Seelen reads by itself, separated by ':'"
+        "KNOWLEDGE_DIRS",
+        "",
+        parse.text,
+        "note folders Seelen reads by itself, separated by ':' (relative ones: to .env's folder)",
     )
     knowledge_patterns: str = _setting(
         "KNOWLEDGE_PATTERNS",
@@ -261,6 +267,11 @@ def load_settings(
         values[f.name] = value
     if not values.get("data_dir"):
         values["data_dir"] = _default_data_dir()
+    for name, (key, several) in _PATHS.items():
+        if values.get(name):  # a value from .env is relative to its folder; others, to cwd
+            in_file = where.get(key, "").startswith(f"{key} (in ")
+            base = (path.parent if in_file else Path.cwd()).absolute()
+            values[name] = anchored(values[name], base, several=several)
     settings = Settings(**values)
     if settings.refresh_every_conv_num >= settings.max_conv_num:
         raise ConfigError(
@@ -270,6 +281,24 @@ def load_settings(
     if settings.embedding_provider == "openai" and not settings.embedding_model:
         raise ConfigError("EMBEDDING_MODEL: required when EMBEDDING_PROVIDER=openai")
     return settings
+
+
+# Settings that name files or folders (several, separated like PATH), made absolute once
+# here, so two spellings of one folder are one folder, whichever folder a process starts in.
+# (SEELEN_DATA_DIR stays as given: the owner is handed it absolute, see client/connect.py.)
+_PATHS = {
+    "knowledge_dirs": ("KNOWLEDGE_DIRS", True),
+    "local_model_path": ("LOCAL_MODEL_PATH", False),
+}
+
+
+def anchored(value: str, base: Path, *, several: bool = False) -> str:
+    """The path `value` (with `several`, each of its paths separated by os.pathsep) with `~`
+    expanded and, when relative, joined to `base`; normalised (`./notes/` and `notes` are
+    one folder), symlinks kept."""
+    parts = [p.strip() for p in value.split(os.pathsep)] if several else [value.strip()]
+    paths = [os.path.normpath(base / os.path.expanduser(p)) for p in parts if p]
+    return os.pathsep.join(paths)
 
 
 _DOTENV_KEY = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")

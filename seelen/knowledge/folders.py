@@ -77,8 +77,12 @@ def note_filter(settings: Settings) -> NoteFilter:
 
 
 def all_folders(settings: Settings) -> list[str]:
-    """KNOWLEDGE_DIRS and the profile's list, each once, in that order."""
-    return list(dict.fromkeys([*configured_dirs(settings), *load_folders(settings.profile_dir)]))
+    """KNOWLEDGE_DIRS and the profile's list, each folder once (however it is spelt, through
+    a symlink too), in that order."""
+    folders: dict[str, str] = {}
+    for folder in [*configured_dirs(settings), *load_folders(settings.profile_dir)]:
+        folders.setdefault(real_root(folder), folder)
+    return list(folders.values())
 
 
 def open_knowledge(settings: Settings) -> Knowledge | None:
