@@ -406,3 +406,36 @@ def test_knowledge_search_refuses_an_empty_query_or_budget_and_says_when_nothing
     missing = run_cli("knowledge", "search", "zeppelin")
     assert (missing.returncode, missing.stdout) == (0, "Nothing found.\n")
     assert run_cli("memory", "search", "   ").returncode == 2
+
+
+def test_a_file_that_is_not_text_is_skipped_and_named(tmp_path: Path, data_dir: Path) -> None:
+    """A binary file named *.md (a photo saved under a note's name) was decoded as GB18030 or
+    with replacement characters and indexed as text: its garbage came back as passages."""
+    import random
+
+    from helpers import run_cli
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "cat.md").write_text("# Mimi\nMy cat Mimi sleeps on the piano.\n", "utf-8")
+    (folder / "gb.md").write_bytes("# 猫\n我的猫叫咪咪，她睡在钢琴上。\n".encode("gb18030"))
+    noise = random.Random(7).randbytes(6000).replace(b"\0", b"\x01")  # no NUL to give it away
+    (folder / "photo.md").write_bytes(noise)
+    (folder / "latin1.txt").write_bytes("café crème\x07\x08\x02\x03\x04".encode("latin-1") * 50)
+    added = run_cli("knowledge", "add", str(folder))
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.endswith("2 notes indexed\n")
+    [said] = [line for line in added.stderr.splitlines() if line.startswith("skipped")]
+    head, names = said.split(": ")
+    assert head == "skipped 2 files that are not text"
+    assert sorted(names.split(", ")) == ["notes/latin1.txt", "notes/photo.md"]
+    found = run_cli("knowledge", "search", "猫 咪咪")
+    assert "gb.md" in found.stdout and "photo.md" not in found.stdout
+
+
+def test_every_shipped_note_reads_as_text(notes: Path) -> None:
+    """The control-character limit of `as_text` keeps every note of the tests' novel."""
+    from seelen.knowledge.files import as_text
+
+    files = [p for p in notes.rglob("*") if p.is_file()]
+    assert len(files) >= 49 and all(as_text(p.read_bytes()) is not None for p in files)

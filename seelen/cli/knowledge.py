@@ -15,6 +15,7 @@ from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
     from seelen.config import Settings
+    from seelen.knowledge.library import Knowledge
 
 knowledge_app = typer.Typer(help="Note folders Seelen reads by itself (knowledge folders).")
 
@@ -69,7 +70,25 @@ def _index_now(settings: Settings) -> None:
         knowledge.close()
     if knowledge.error:
         raise SeelenError(f"knowledge add: {knowledge.error}")
-    print(f"{counted(knowledge.progress.indexed, 'note')} indexed")
+    say_skipped(knowledge)
+    print(
+        f"{counted(knowledge.progress.indexed - len(knowledge.progress.skipped), 'note')} indexed"
+    )
+
+
+def say_skipped(knowledge: Knowledge) -> None:
+    """One line on stderr naming the files of the folders that are not text (a binary file
+    named *.md), which the index skips."""
+    from seelen.cli.common import stderr_console
+    from seelen.knowledge.files import display_path
+
+    skipped = knowledge.progress.skipped
+    if skipped:
+        names = ", ".join(display_path(p, knowledge.roots) for p in skipped[:5])
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        are = "is" if len(skipped) == 1 else "are"
+        line = f"skipped {counted(len(skipped), 'file')} that {are} not text: {names}{more}"
+        stderr_console().print(line, markup=False)
 
 
 @knowledge_app.command("remove")
@@ -122,6 +141,7 @@ def search(
     prepare_profile_dir(settings)  # the notes' index lives in the profile (KNOWLEDGE_DIRS)
     try:
         knowledge.catch_up()
+        say_skipped(knowledge)
         passages = knowledge.search(query, tokens)
         for passage in passages:
             print(f"{passage.score:7.2f}  {passage.label()}")

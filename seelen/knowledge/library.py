@@ -12,7 +12,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from seelen.knowledge.files import (
@@ -45,6 +45,7 @@ class Progress:
     indexed: int = 0
     dropped: int = 0
     done: bool = False
+    skipped: list[str] = field(default_factory=list)  # files that are not text
 
 
 class Knowledge:
@@ -141,6 +142,8 @@ class Knowledge:
         items = []
         for note in notes:
             read = read_note(note, self.rules)
+            if read is not None and read[1] is None:
+                self.progress.skipped.append(note.path)
             items.append(read if read is not None else (note, None))
         if items:
             self.index.put(items)
