@@ -21,8 +21,9 @@ _BINARY_PROBE = 8192
 # escape of colours).
 _CONTROLS = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f]")  # all but \t \n \v \f \r \x1b
 # Those a text may hold, as a share of its characters: there are none in docs/*.md, the
-# tests' 49 notes, or the LoCoMo and MemoryBank text and JSON files (measured); random bytes have ~10% (27 of 256 values), so one in a thousand keeps
-# any note with a stray bell or backspace and drops any binary by a wide margin.
+# tests' 49 notes, or the LoCoMo and MemoryBank text and JSON files (measured); random
+# bytes have ~10% (27 of 256 values). One in a thousand keeps a note with a stray bell or
+# backspace and drops any binary by a wide margin.
 _MAX_CONTROLS = 0.001
 
 
