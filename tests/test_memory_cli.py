@@ -215,6 +215,13 @@ def test_export_into_a_folder_says_so_and_leaves_nothing(env: ModelServer, tmp_p
         f"seelen: export: {folder} is a folder; name a file to write, e.g. {folder}/seelen.json\n"
     )
     assert list(place.iterdir()) == [folder] and list(folder.iterdir()) == []
+    # A folder that does not exist is refused (as cp or curl -o do), not made silently.
+    missing = run_cli("export", "-o", str(place / "typo" / "b" / "c.json"))
+    assert missing.returncode == 1
+    assert missing.stderr == f"seelen: export: no such folder: {place}/typo/b (create it first)\n"
+    assert list(place.iterdir()) == [folder]
+    written = run_cli("export", "-o", str(folder / "c.json"))
+    assert written.returncode == 0 and (folder / "c.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_sessions_show_keeps_each_turn_on_its_line_in_a_pipe(

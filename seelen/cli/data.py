@@ -112,14 +112,18 @@ def search_json(
 
 
 def write_export(app: App, fmt: str, output: str | None, out: IO[str] | None = None) -> None:
-    """Write the export (JSON or Markdown) to a file (atomically) or to `out` (stdout), a
-    session at a time: a large memory is never held whole."""
+    """Write the export (JSON or Markdown) to a file (atomically, 0600, in a folder that
+    must exist) or to `out` (stdout), a session at a time: a large memory is never held
+    whole."""
     from seelen.files import atomic_write
     from seelen.memory.transfer import export_chunks
 
     if output and Path(output).is_dir():
         example = Path(output) / f"seelen.{'md' if fmt == 'markdown' else 'json'}"
         raise SeelenError(f"export: {output} is a folder; name a file to write, e.g. {example}")
+    folder = Path(output).parent if output else None
+    if folder is not None and not folder.is_dir():  # as cp, tar or curl -o: a typo is no mkdir
+        raise SeelenError(f"export: no such folder: {folder} (create it first)")
     chunks = export_chunks(app.store, app.files, app.clock, fmt)
     if output:
         atomic_write(Path(output), _then(chunks, "\n"))

@@ -190,7 +190,10 @@ file_commands(profile_app, "user_profile.txt", "the profile")
 
 def export(
     fmt: Annotated[str, typer.Option("--format", "-f", help="json or markdown")] = "json",
-    output: Annotated[str | None, typer.Option("--output", "-o", help="file to write")] = None,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", help="file to write (0600; its folder must exist)"),
+    ] = None,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
