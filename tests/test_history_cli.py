@@ -17,6 +17,7 @@ from history_exports import chatgpt_export, claude_export, write_zip
 from model_server import ModelServer, Reply
 from typer.testing import CliRunner
 
+from seelen.cli.imports import STOPPED_WAITING
 from seelen.cli.main import app
 from seelen.client import place
 from seelen.client.connect import request
@@ -264,3 +265,40 @@ def test_import_without_a_file_is_a_usage_error(data_dir: Path) -> None:
     assert result.returncode == 2
     assert "Invalid value for FILE: give a FILE (or - for standard input)" in result.stderr
     assert "Usage: seelen import" in result.stderr
+
+
+def test_ctrl_c_while_an_import_waits_for_the_owner_says_what_goes_on(
+    env: ModelServer, data_dir: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C left an empty line and exit 130: the user could not know that the background
+    process goes on with an import it took."""
+    import signal
+
+    env.enqueue(Reply(text="late", delay=30))  # an in-process ask holds the profile meanwhile
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "ask", "hold on"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    export = write_zip(tmp_path / "chatgpt.zip", chatgpt_export())
+    importer = None
+    try:
+        wait_until(lambda: place.lock_held(data_dir / "default"), 30, "the ask never started")
+        importer = subprocess.Popen(
+            [sys.executable, "-m", "seelen", "import", str(export)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "SEELEN_OWNER": "true"},
+        )
+        assert importer.stderr is not None
+        waiting = importer.stderr.readline()
+        assert waiting.startswith("waiting for another `seelen ask`"), waiting
+        importer.send_signal(signal.SIGINT)
+        out, err = importer.communicate(timeout=30)
+    finally:
+        for process in (holder, importer):
+            if process is not None and process.poll() is None:
+                process.kill()
+    assert importer.returncode == 130 and out == ""
+    assert err == STOPPED_WAITING + "\n"

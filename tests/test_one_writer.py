@@ -34,15 +34,17 @@ HOLDER = """
 import sys
 from pathlib import Path
 from seelen.runtime import ProfileLock
-lock = ProfileLock(Path(sys.argv[1]), "chat")
+lock = ProfileLock(Path(sys.argv[1]), sys.argv[2])
 lock.acquire(wait=False)
 sys.stdin.read()
 """
 
 
-def hold(profile: Path) -> subprocess.Popen[bytes]:
-    """Another process holding `profile`'s writer lock (until its stdin closes)."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(profile)], stdin=subprocess.PIPE)
+def hold(profile: Path, role: str = "chat") -> subprocess.Popen[bytes]:
+    """Another process holding `profile`'s writer lock as `role` (until its stdin closes)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(profile), role], stdin=subprocess.PIPE
+    )
     wait_until(
         lambda: f"pid {holder.pid}" in ProfileLock(profile, "").holder(),
         30,
@@ -196,14 +198,13 @@ def test_a_writer_command_waits_for_the_profile_only_so_long(data_dir: Path) -> 
     settings = load_settings({"TIMEZONE": "UTC"})
     fill(settings)
     profile = settings.profile_dir
-    holder = hold(profile)
+    holder = hold(profile, "import")  # work that ends soon is waited for (a chat is not)
     try:
         result = run_cli("memory", "reindex", env={"SEELEN_WAIT_SECONDS": "0.5"})
         assert result.returncode == 1
         assert result.stderr.splitlines() == [
-            f"waiting for the Seelen chat in another terminal (pid {holder.pid}) to finish with "
-            "this profile…",
-            f"seelen: the Seelen chat in another terminal (pid {holder.pid}) is still using this "
+            f"waiting for another `seelen import` (pid {holder.pid}) to finish with this profile…",
+            f"seelen: another `seelen import` (pid {holder.pid}) is still using this "
             "profile after 0.5 s (SEELEN_WAIT_SECONDS): try again when it is done",
         ]
     finally:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import typer
+
 from seelen.counts import counted
 from seelen.errors import SeelenError
 from seelen.memory.imports.conversation import HistoryError
@@ -42,6 +44,12 @@ def read(source: str | None, fmt: str | None) -> Export:
         raise HistoryError(f"import: {exc}") from None
 
 
+# What Ctrl-C during an import through the owner says: the owner goes on with a request it
+# took (one transaction: all of it or nothing), and an import is never written twice.
+STOPPED_WAITING = (
+    "seelen: stopped waiting; the background process finishes an import it had begun "
+    "(`seelen db stats` shows it; importing the file again adds only what is missing)"
+)
 # How often `--wait` asks the owner how many texts still wait for their vectors.
 WAIT_POLL_SECONDS = 0.5
 
@@ -55,14 +63,18 @@ def through_owner(settings: Settings, path: str, fmt: str | None, *, wait: bool)
     from seelen.protocol.events import Failed
 
     console = stderr_console()
-    with bar_on_first_use(console, "importing") as progress:
-        final = import_file(
-            settings,
-            path,
-            fmt,
-            on_progress=lambda p: progress(p.done, p.total),
-            on_wait=lambda line: console.print(line, style="dim", markup=False),
-        )
+    try:
+        with bar_on_first_use(console, "importing") as progress:
+            final = import_file(
+                settings,
+                path,
+                fmt,
+                on_progress=lambda p: progress(p.done, p.total),
+                on_wait=lambda line: console.print(line, style="dim", markup=False),
+            )
+    except KeyboardInterrupt:  # the owner does not stop: say so, or the user thinks it did
+        console.print(STOPPED_WAITING, markup=False)
+        raise typer.Exit(130) from None
     if final is None:
         return False
     if isinstance(final, Failed):

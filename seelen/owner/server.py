@@ -185,6 +185,8 @@ class OwnerServer:
         work = True  # a status request (`seelen server status`) keeps no owner awake
 
         async def send(frame: codec.Frame) -> None:
+            if writer.is_closing():  # the client left: writing on would only log warnings
+                raise ConnectionResetError("the client left")
             writer.write(codec.encode(frame))
             await writer.drain()
 
