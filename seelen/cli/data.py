@@ -9,6 +9,7 @@ profile, index and embedding model loaded once for a whole batch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
@@ -28,6 +29,14 @@ if TYPE_CHECKING:
     from seelen.service import ProfileService
 
 
+# What Ctrl-C while this process embeds says: every text is stored (keyword search finds
+# it), and any writer embeds the rest when it opens the profile.
+STOPPED_EMBEDDING = (
+    "seelen: stopped embedding; every text is stored and keyword search finds it, and the "
+    "next chat, `seelen ask` or `seelen db repair` embeds the rest"
+)
+
+
 def read_source(source: str, stdin: IO[str] | None = None) -> str:
     """The text of FILE, or of standard input for `-`, as strict UTF-8."""
     if source == "-":
@@ -43,9 +52,21 @@ def read_source(source: str, stdin: IO[str] | None = None) -> str:
 def import_into(app: App, text: str, console: Console) -> ImportReport:
     """Import an export into the app's profile, then index the new texts with a progress bar."""
     report = import_export(app.store, app.files, app.clock, text, app.sessions)
-    app.follow_language()
-    index_with_progress(app, console)
+    with stored_when_stopped(console):
+        app.follow_language()
+        index_with_progress(app, console)
     return report
+
+
+@contextlib.contextmanager
+def stored_when_stopped(console: Console) -> Iterator[None]:
+    """Around the embedding of texts already stored: Ctrl-C says that they are stored and
+    who embeds the rest (typer turns it into exit 130 without a word)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        console.print(STOPPED_EMBEDDING, markup=False)
+        raise
 
 
 def index_with_progress(app: App, console: Console) -> int:

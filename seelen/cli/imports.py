@@ -155,13 +155,14 @@ def import_history(app: App, export: Export, console: Console, *, embed: bool = 
     line = report.describe()
     if not report.turns:
         return line
-    console.print(line + " Keyword search finds them now.", markup=False)
-    app.follow_language()
-    if embed and app.index is not None and app.index.behind():
-        from seelen.cli.data import index_with_progress
+    from seelen.cli.data import index_with_progress, stored_when_stopped
 
-        index_with_progress(app, console)
-        return "Every imported text is embedded: search by meaning finds them too."
+    with stored_when_stopped(console):
+        console.print(line + " Keyword search finds them now.", markup=False)
+        app.follow_language()
+        if embed and app.index is not None and app.index.behind():
+            index_with_progress(app, console)
+            return "Every imported text is embedded: search by meaning finds them too."
     return "Their vectors are made in the background; `seelen db stats` says how far it is."
 
 
