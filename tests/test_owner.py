@@ -583,3 +583,38 @@ def test_a_quiet_owner_hands_over_to_a_resting_one_that_opens_at_the_next_questi
     store = open_store(data_dir)
     users = [t.text for t in store.turns(store.active_session().session_id) if t.role == "user"]
     assert users == ["before the rest", "after the rest"]
+
+
+def test_ctrl_c_during_an_answer_of_the_owner_says_it_is_finished_and_kept(
+    owner_env: ModelServer, data_dir: Path
+) -> None:
+    """Ctrl-C ended `ask` with exit 130 and not a word, while the owner went on answering
+    (and paying for) the question, and kept the answer: the user could not know."""
+    from seelen.cli.main import ANSWERED_ON
+
+    owner_env.responder = lambda body: Reply(text="one two three four five six", chunk_delay=0.5)
+    asking = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "ask", "a slow one"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert asking.stdout is not None
+        assert asking.stdout.read(3) == b"one"  # streamed into the pipe: the turn is under way
+        asking.send_signal(signal.SIGINT)
+        _, err = asking.communicate(timeout=30)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+    assert asking.returncode == 130 and err.decode() == ANSWERED_ON + "\n"
+
+    def answer() -> list[str]:
+        store = open_store(data_dir)
+        try:
+            session = store.active_session()
+            return [] if session is None else [t.text for t in store.turns(session.session_id)]
+        finally:
+            store.close()
+
+    wait_until(lambda: len(answer()) == 2, 30, "the owner never kept the answer")
+    assert answer() == ["a slow one", "one two three four five six"]

@@ -30,6 +30,7 @@ class AnswerPrinter:
         self.usage: events.TurnUsage | None = None
         self.tools: list[events.ToolFinished] = []
         self.printed = False  # the one JSON object is out
+        self.saved = False  # the question is stored (not for an ephemeral one)
 
     def begin(self) -> None:
         """Show that the question is on its way (on stderr, in a terminal only)."""
@@ -62,6 +63,9 @@ class AnswerPrinter:
             return
         if isinstance(event, events.TurnUsage):
             self.usage = event
+            return
+        if isinstance(event, events.Saved):
+            self.saved = not self.ephemeral
             return
         if not isinstance(event, (events.TextDelta, events.Notice, events.KnowledgeUsed)):
             return  # Saved, Recalled, ToolStarted: nothing to print

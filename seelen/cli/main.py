@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     from seelen.cli.answer import AnswerPrinter
 
 T = TypeVar("T")
+# What Ctrl-C during an answer of the background process says, once the question is stored.
+ANSWERED_ON = (
+    "seelen: stopped showing the answer; the background process finishes it and keeps it "
+    "in the current session (see `seelen sessions list`)"
+)
 
 app = typer.Typer(
     help="Seelen: a terminal companion with long-term memory.\n\n"
@@ -189,9 +194,14 @@ def _answer(
         if not as_json:
             stderr_console().print(line, style="dim", markup=False)
 
-    final = ask_owner(
-        settings, text, ephemeral=ephemeral, on_event=printer.on_event, on_wait=waiting
-    )
+    try:
+        final = ask_owner(
+            settings, text, ephemeral=ephemeral, on_event=printer.on_event, on_wait=waiting
+        )
+    except KeyboardInterrupt:  # the owner answers a question it stored to the end: say so
+        if printer.saved:
+            stderr_console().print(ANSWERED_ON, markup=False)
+        raise typer.Exit(130) from None
     if final is not None:
         return printer.finish(final)
     from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
