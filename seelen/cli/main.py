@@ -154,7 +154,14 @@ def ask(
     question: Annotated[
         str | None, typer.Argument(help="the question; read from stdin if absent")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="print one JSON object, a failure too: reply, session_id, usage, tool_calls, "
+            "error (null, or the line said on stderr) and, on a failure, saved",
+        ),
+    ] = False,
     ephemeral: Annotated[bool, typer.Option(help="do not keep this exchange")] = False,
     profile: ProfileOpt = None,
     model: ModelOpt = None,
