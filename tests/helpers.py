@@ -152,6 +152,16 @@ def open_store(data_dir: Path, profile: str = "default") -> Store:
     return Store(data_dir / profile / "chat_sessions.db")
 
 
+def active_texts(data_dir: Path) -> list[str]:
+    """The texts of the profile's active session, oldest first ([] when there is none)."""
+    store = open_store(data_dir)
+    try:
+        session = store.active_session()
+        return [] if session is None else [t.text for t in store.turns(session.session_id)]
+    finally:
+        store.close()
+
+
 def heavy_imports(module: str, candidates: tuple[str, ...]) -> list[str]:
     """Which of `candidates` a fresh interpreter has loaded after `import module`."""
     code = f"import sys, {module}; print(' '.join(m for m in {candidates!r} if m in sys.modules))"

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from helpers import owner_serves, piped_chat, run_seelen, wait_until
+from history_exports import chatgpt_export, write_zip
 from model_server import ModelServer
 
 PIRATE = "sh -c 'echo I am a pirate who remembers everything. > \"$0\"'"
@@ -51,10 +52,11 @@ def test_an_edit_goes_through_the_open_chat_whose_next_turn_uses_it(
 
 
 def test_commands_that_need_the_profile_alone_say_so_at_once(
-    owner_env: ModelServer, data_dir: Path
+    owner_env: ModelServer, data_dir: Path, tmp_path: Path
 ) -> None:
-    """save, memory reindex and db restore waited silently-long (SEELEN_WAIT_SECONDS) for a
-    chat that may stay open for hours."""
+    """save, memory reindex, db restore (and import --summarize) waited SEELEN_WAIT_SECONDS
+    for a chat that may stay open for hours."""
+    export = str(write_zip(tmp_path / "chatgpt.zip", chatgpt_export()))
     chat = open_chat(data_dir)
     holder = f"the Seelen chat in another terminal (pid {chat.pid}) has this profile open: "
     wait = {"SEELEN_WAIT_SECONDS": "600"}
@@ -64,6 +66,11 @@ def test_commands_that_need_the_profile_alone_say_so_at_once(
             (("save",), "type /save in it (it archives its own session)"),
             (("memory", "reindex"), "close it, then run `seelen memory reindex` again"),
             (("db", "restore"), "close it, then run `seelen db restore` again"),
+            (("db", "repair"), "close it, then run `seelen db repair` again"),
+            (
+                ("import", "--summarize", "--yes", export),
+                "close it, then run `seelen import --summarize` again",
+            ),
         ):
             result = run_seelen(*args, env=wait, timeout=30)
             assert result.returncode == 1, (args, result.stderr)

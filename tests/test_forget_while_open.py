@@ -8,22 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helpers import open_store, owner_serves, piped_chat, run_seelen, wait_until
+from helpers import active_texts, open_store, owner_serves, piped_chat, run_seelen, wait_until
 from model_server import ModelServer
 
 from seelen.client import place
 from seelen.client.connect import request
 from seelen.config import load_settings
 from seelen.protocol import calls
-
-
-def texts_of(data_dir: Path) -> list[str]:
-    store = open_store(data_dir)
-    try:
-        session = store.active_session()
-        return [] if session is None else [t.text for t in store.turns(session.session_id)]
-    finally:
-        store.close()
 
 
 def test_forget_does_not_wait_for_an_open_chat_which_talks_on(
@@ -38,7 +29,7 @@ def test_forget_does_not_wait_for_an_open_chat_which_talks_on(
         chat.stdin.write("my bike is blue\n")
         chat.stdin.flush()
         wait_until(lambda: owner_serves("chat", chat), 60, "the chat never served the profile")
-        wait_until(lambda: len(texts_of(data_dir)) == 4, 60, "the chat never answered")
+        wait_until(lambda: len(active_texts(data_dir)) == 4, 60, "the chat never answered")
         store = open_store(data_dir)
         try:
             hits = store.search_turns_text("locker", 5)
@@ -49,13 +40,13 @@ def test_forget_does_not_wait_for_an_open_chat_which_talks_on(
         assert forgot.returncode == 0, forgot.stderr
         assert "waiting for" not in forgot.stderr
         assert forgot.stdout == f"Forgot {code.text_id} (1 text).\n"
-        assert "my locker code is 4711" not in texts_of(data_dir)
+        assert "my locker code is 4711" not in active_texts(data_dir)
         out, err = chat.communicate("still there?\n", timeout=60)
     finally:
         if chat.poll() is None:
             chat.kill()
     assert chat.returncode == 0 and "answer to still there?" in out, err
-    assert texts_of(data_dir)[-2:] == ["still there?", "answer to still there?"]
+    assert active_texts(data_dir)[-2:] == ["still there?", "answer to still there?"]
 
 
 def test_forgetting_the_session_an_owner_talks_in_leaves_it_one_to_talk_on_in(
@@ -73,9 +64,9 @@ def test_forgetting_the_session_an_owner_talks_in_leaves_it_one_to_talk_on_in(
             store.close()
         forgot = run_seelen("memory", "forget", "--session", session.session_id[:8], timeout=30)
         assert forgot.returncode == 0, forgot.stderr
-        assert texts_of(data_dir) == []
+        assert active_texts(data_dir) == []
         again = run_seelen("ask", "what now?", timeout=30)
         assert again.returncode == 0, again.stderr
-        assert texts_of(data_dir) == ["what now?", "answer to what now?"]
+        assert active_texts(data_dir) == ["what now?", "answer to what now?"]
     finally:
         request(place.socket_path(load_settings()), calls.Stop())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    active_texts,
     asked,
     echo,
     open_store,
@@ -607,14 +608,5 @@ def test_ctrl_c_during_an_answer_of_the_owner_says_it_is_finished_and_kept(
         if asking.poll() is None:
             asking.kill()
     assert asking.returncode == 130 and err.decode() == ANSWERED_ON + "\n"
-
-    def answer() -> list[str]:
-        store = open_store(data_dir)
-        try:
-            session = store.active_session()
-            return [] if session is None else [t.text for t in store.turns(session.session_id)]
-        finally:
-            store.close()
-
-    wait_until(lambda: len(answer()) == 2, 30, "the owner never kept the answer")
-    assert answer() == ["a slow one", "one two three four five six"]
+    wait_until(lambda: len(active_texts(data_dir)) == 2, 30, "the owner never kept the answer")
+    assert active_texts(data_dir) == ["a slow one", "one two three four five six"]

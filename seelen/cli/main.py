@@ -26,8 +26,8 @@ from seelen.cli.knowledge import knowledge_app
 from seelen.cli.mcp import mcp_app
 from seelen.cli.memory import register as register_memory_commands
 from seelen.cli.preflight import check_start
+from seelen.cli.server import server_app
 from seelen.config import Settings, existing_profiles
-from seelen.counts import counted
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -248,11 +248,6 @@ def save(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
 register_memory_commands(app)
 app.add_typer(knowledge_app, name="knowledge")
 
-server_app = typer.Typer(
-    help="The warm background process that answers `seelen ask` for a profile.\n\n"
-    "It starts on the first `ask`, keeps your memory and models loaded, and exits after "
-    "SEELEN_IDLE_MINUTES without questions."
-)
 app.add_typer(server_app, name="server")
 app.add_typer(db_app, name="db")
 app.add_typer(mcp_app, name="mcp")
@@ -267,40 +262,6 @@ def profiles(data_dir: DataOpt = None) -> None:
         print(f"no profile yet in {settings.data_dir}; the first chat starts {settings.profile!r}")
     for name in names:
         print(f"{name}{'  (in use)' if name == settings.profile else ''}")
-
-
-@server_app.command("status")
-def server_status(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """Show whether the background process runs, since when, and how much it answered.
-
-    "not running" is an answer, not an error: the exit status is 0 either way; a script
-    checks for a line starting with "running:".
-    """
-    import time
-
-    from seelen.client.connect import owner_status
-
-    status = owner_status(settings_from(profile, None, data_dir))
-    if status is None:  # like `docker ps` or `git status`: the state asked for, reported
-        print("not running")
-        return
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.started))
-    print(
-        f"running: pid {status.pid} ({status.kind}"
-        f"{', memory calls only' if status.memory_only else ''}"
-        f"{', resting: nothing loaded until the next request' if status.resting else ''}), "
-        f"since {started}, "
-        f"{counted(status.answered, 'answer')}, {'busy' if status.busy else 'idle'}, "
-        f"version {status.version}"
-    )
-
-
-@server_app.command("stop")
-def server_stop(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """End the background process (it finishes the answer it is giving first)."""
-    from seelen.client.connect import stop_owner
-
-    print("stopped" if stop_owner(settings_from(profile, None, data_dir)) else "not running")
 
 
 @app.command()

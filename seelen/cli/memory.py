@@ -282,6 +282,9 @@ def _import_here(
 
     export = read(path, fmt)
     if summarize and export.kind not in ("seelen", "empty"):
+        from seelen.cli.common import refuse_beside_chat
+
+        refuse_beside_chat(settings, "close it, then run `seelen import --summarize` again")
         run(import_summarized(settings, export, ask=ask and sys.stdin.isatty()))
         return
 
