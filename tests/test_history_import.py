@@ -13,7 +13,7 @@ from seelen.memory.clock import Clock
 from seelen.memory.imports import chatgpt, claude
 from seelen.memory.imports.conversation import HistoryError, stable_id
 from seelen.memory.imports.source import read_export
-from seelen.memory.imports.writer import write_history
+from seelen.memory.imports.writer import HistoryReport, write_history
 from seelen.store import Store
 
 MS = round(T0 * 1000)
@@ -98,6 +98,12 @@ def test_importing_again_adds_nothing_and_a_grown_export_only_what_is_new(tmp_pa
     again = write_history(store, chatgpt.read(data), Clock("UTC"))
     assert (again.sessions, again.turns, again.summaries) == (0, 0, 0)
     assert "everything was already here" in again.describe()
+    # A conversation with nothing to keep was never here: it is not said to be.
+    nothing = HistoryReport("claude", conversations=1, sessions=0, turns=0, summaries=0, empty=1)
+    assert nothing.describe() == (
+        "Imported 0 turns in 0 new sessions from Claude (1 conversation in the export, "
+        "1 with nothing to keep)."
+    )
 
     grown = copy.deepcopy(data)
     bread = grown[1]

@@ -48,7 +48,7 @@ class HistoryReport:
             f"from {name} ({counted(self.conversations, 'conversation')} in the export"
         )
         line += f", {self.empty} with nothing to keep)" if self.empty else ")"
-        if not self.turns and self.conversations:
+        if not self.turns and self.conversations > self.empty:  # some had words to keep
             line += "; everything was already here"
         return line + "."
 
