@@ -208,6 +208,7 @@ class Recall:
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         # Before the word searches hold the store: the embedding waited 2 ms for them at 100k.
         meaning = for_meaning(store, query) if vectors else query
+        speaker = named_speaker(store, query) if vectors and self.speaker else None
         if mode in ("hybrid", "bm25"):
             pending["s:bm25"] = self._run(
                 store.search_summaries_text, query, n, exclude_session=current_session
@@ -227,8 +228,8 @@ class Recall:
             pending["t:vector"] = self._run(
                 self.index.search, "turns", vector, n, exclude_session=current_session
             )
-            if self.speaker and (name := named_speaker(store, query)):  # speakers.py
-                args = (store, self.index, vector, name, n, current_session)
+            if speaker is not None:  # that speaker's turns alone (speakers.py)
+                args = (store, self.index, vector, speaker, n, current_session)
                 pending["t:vector_speaker"] = self._run(spoken_by, *args)
         return pending, vector
 

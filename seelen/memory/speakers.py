@@ -25,10 +25,9 @@ MRR .594, single-hop .950, session R@5 .863 (measured as a check, not chosen by 
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from seelen.memory.names import NAME_SHARE
+from seelen.memory.names import NAME_SHARE, capitalised
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,13 +39,12 @@ if TYPE_CHECKING:
 # and the speaker's kept: each of a transcript's two speakers says about half the turns, so
 # about twice the candidates are theirs. Not tuned.
 SPEAKER_DEPTH = 4
-_NAME = re.compile(r"\b[A-Z][\w-]*")
 
 
 def named_speaker(store: Store, question: str) -> str | None:
     """The one name in `question` that at least NAME_SHARE of the stored turns hold; None
     when it names none such, or more than one."""
-    names = sorted({m[0] for m in _NAME.finditer(question)} - {"I"})
+    names = capitalised(question)
     common = store.common_words(names, NAME_SHARE) if names else set()
     return next(iter(common)) if len(common) == 1 else None
 
