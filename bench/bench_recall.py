@@ -389,7 +389,18 @@ def tune(recall: Recall, args: argparse.Namespace) -> None:
     _TUNED[id(recall)] = (recall.near_share, recall.best_sessions, recall.whole_sessions)
 
 
-CHANGES = ("shares", "lift", "zh-days", "near", "newer", "tense", "names", "inside", "whole")
+CHANGES = (
+    "shares",
+    "lift",
+    "zh-days",
+    "near",
+    "newer",
+    "tense",
+    "names",
+    "inside",
+    "whole",
+    "speaker",
+)
 # Each recall's neighbour share and best sessions as tuned, put back by leave_out.
 _TUNED: dict[int, tuple[float, int, int]] = {}
 _ASKS_ASSISTANT = recall_module.asks_assistant
@@ -420,6 +431,7 @@ def leave_out(recall: Recall, without: str) -> None:
     recall.best_sessions = 0 if "inside" in names else best
     recall.whole_sessions = 0 if "whole" in names else whole
     recall.supersede = "newer" not in names
+    recall.speaker = "speaker" not in names
     changes.PRESENT_TENSE = "tense" not in names
 
 

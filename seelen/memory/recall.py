@@ -9,10 +9,11 @@ the other turns of the best sessions after them (inside.py), as passages (each t
 turns that make it understandable, passages.py) within a token budget (and at most `conv_num`
 turns, a safety bound). A matching summary only lifts its session's turns a little (a
 low-weight list searched inside its session); it never filters. So do the sessions without a
-summary that hold the question's words best as wholes (whole.py). A question that names a time
-("on March 4") is also searched inside that time's sessions. Turns come out in the order they
-were ranked, with the score they were ranked by. The current session is never recalled from
-the index (its turns are in the prompt already).
+summary that hold the question's words best as wholes (whole.py). A question that names one
+of a transcript's speakers is also searched among that speaker's turns alone (speakers.py),
+and one that names a time ("on March 4") inside that time's sessions. Turns come out in the
+order they were ranked, with the score they were ranked by. The current session is never
+recalled from the index (its turns are in the prompt already).
 
 Vectors never fail a recall: a failed query embedding or vector search falls back to
 keywords (BM25) and says so once in `notice`. The `Indexer` (indexer.py) keeps the index in
@@ -46,6 +47,7 @@ from seelen.memory.names import for_meaning
 from seelen.memory.passages import PassageFill
 from seelen.memory.reads import TurnReads
 from seelen.memory.recalled import Passage, RecalledItem, RecallResult, summary_item, turn_item
+from seelen.memory.speakers import named_speaker, spoken_by
 from seelen.memory.when import TimeHint, in_time_first, parse_time
 from seelen.memory.whole import WHOLE_SESSIONS, sessions_by_words
 from seelen.models.embed import embed_query
@@ -105,6 +107,7 @@ class Recall:
         self.supersede = True  # a newer similar statement above an older one (changes.py)
         self.best_sessions = BEST_SESSIONS  # 0: no second round in the best sessions
         self.whole_sessions = WHOLE_SESSIONS  # 0: sessions not ranked as wholes (whole.py)
+        self.speaker = True  # the named speaker's turns searched alone (speakers.py)
         self.weights = {**LIST_WEIGHTS, **(weights or {})}
         self._pool: ThreadPoolExecutor | None = None
         self._told: set[str] = set()  # notices already given
@@ -182,8 +185,8 @@ class Recall:
         direct, reads = fused, TurnReads(self.store)  # each turn read once (reads.py)
         if asks_assistant(query):
             fused = replies_lifted(reads, fused, self._depth(conv_num))
-        if self.near_share:
-            fused = self._answers(fused, reads)
+        if self.near_share:  # the user's answers to matching questions lifted (lifts.py)
+            fused = answers_lifted(reads, fused, self.near_share)
         ranked = self._ranked(query, fused, conv_num, current_session, hint, vectors, reads)
         fill = PassageFill(reads, budget=self.token_budget, cap=self.conv_num, rule=self.context)
         turns, passages = self._turns(ranked, conv_num, fill)
@@ -205,6 +208,7 @@ class Recall:
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         # Before the word searches hold the store: the embedding waited 2 ms for them at 100k.
         meaning = for_meaning(store, query) if vectors else query
+        speaker = named_speaker(store, query) if vectors and self.speaker else None
         if mode in ("hybrid", "bm25"):
             pending["s:bm25"] = self._run(
                 store.search_summaries_text, query, n, exclude_session=current_session
@@ -224,6 +228,9 @@ class Recall:
             pending["t:vector"] = self._run(
                 self.index.search, "turns", vector, n, exclude_session=current_session
             )
+            if speaker is not None:  # that speaker's turns alone (speakers.py)
+                args = (store, self.index, vector, speaker, n, current_session)
+                pending["t:vector_speaker"] = self._run(spoken_by, *args)
         return pending, vector
 
     def _inside(
@@ -283,10 +290,6 @@ class Recall:
         """How much of the question each BM25 hit holds (`Store.word_shares`)."""
         found = {i for name, hits in lists.items() if name.startswith("bm25") for i, _ in hits}
         return self.store.word_shares(query, found)
-
-    def _answers(self, fused: Fused, reads: TurnReads) -> Fused:
-        """The ranking with the user's answers to matching questions lifted (lifts.py)."""
-        return answers_lifted(reads, fused, self.near_share)
 
     def _depth(self, limit: int | None) -> int:
         """How many fused candidates are read: those listed, and at least twice the depth of
@@ -388,12 +391,8 @@ class Recall:
         recalled ones the passages hold (what chat asks for); with it, the first `limit`, each
         marked `in_prompt` when a passage holds it."""
         items = [i.but(rank=r) for r, i in enumerate(items, 1)]
-        passages = self._passages(items, fill)
+        passages = fill.fill(items)  # the ranked turns with their context, fitted
         shown = {t.text_id for p in passages for t in p.turns}
         marked = [i.but(in_prompt=i.text_id in shown) for i in items]
         shown_turns = marked[:limit] if limit is not None else [i for i in marked if i.in_prompt]
         return shown_turns, passages
-
-    def _passages(self, ranked: list[RecalledItem], fill: PassageFill) -> list[Passage]:
-        """The ranked turns with their context, fitted to the token budget and the cap."""
-        return fill.fill(ranked)
