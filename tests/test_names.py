@@ -37,8 +37,11 @@ def test_a_name_most_turns_hold_is_left_out_of_the_embedded_question(tmp_path: P
     store.close()
 
 
-def test_in_a_memory_too_large_to_count_no_name_is_left_out(tmp_path: Path) -> None:
-    store = transcript(tmp_path, [f"Dave: note number {i}" for i in range(40)])
-    store.common_rows = 5  # counts stop at 6 of 40 turns: never a quarter
-    assert for_meaning(store, "What is Dave's main passion?") == "What is Dave's main passion?"
+def test_a_memory_too_large_to_count_is_judged_by_its_newest_turns(tmp_path: Path) -> None:
+    lines = [f"Calvin: note number {i}" for i in range(20)]
+    store = transcript(tmp_path, lines + [f"Dave: note number {i}" for i in range(20)])
+    store.common_rows = 5  # counts stop at 6 rows: the share is that of the newest 5 / 0.25
+    # Dave holds the newest 20 turns, Calvin only older ones: Dave's name says nothing now.
+    assert for_meaning(store, "What is Dave's main passion?") == "What is main passion?"
+    assert for_meaning(store, "What is Calvin's passion?") == "What is Calvin's passion?"
     store.close()

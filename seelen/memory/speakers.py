@@ -13,8 +13,8 @@ without outvoting the direct searches, which still find what the other speaker s
 The named speaker: the one name in the question that at least NAME_SHARE of the turns hold
 (names.py: a transcript's speakers are each in half the turns or more); none when the
 question names both speakers or neither, as in a user's own chats with the assistant
-(MemoryBank, the synthetic set: nothing changes there). A memory too large for names to be
-counted (COMMON_ROWS) has no such name either, so at 100k turns this costs nothing.
+(MemoryBank, the synthetic set: nothing changes there). A large memory is judged by its
+newest turns (Store.common_words), so a transcript of 100k turns has its speakers too.
 
 LoCoMo dev (bench_locomo.py, against the ranking without it): R@prompt .850 -> .854 (1,214
 tokens both), multi-hop .646 -> .661, temporal .852 -> .850, open-domain .522 -> .533,

@@ -127,17 +127,23 @@ class TextSearch:
     _word_counts: WordCounts | None = None  # made at the first count
     common_rows: int
 
-    def _rows_holding(self, fts: str, column: str, terms: Sequence[str]) -> dict[str, int]:
-        """How many rows of the FTS table `fts` hold each term in `column`, counted up to
-        `common_rows` + 1 (0.2 ms a term, whatever its count), once while nothing changes."""
-        sql = f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)"
+    def _rows_holding(
+        self, fts: str, column: str, terms: Sequence[str], after: int = 0
+    ) -> dict[str, int]:
+        """How many rows of the FTS table `fts` after row `after` hold each term in `column`,
+        counted up to `common_rows` + 1 (0.2 ms a term, whatever its count), once while
+        nothing changes."""
+        sql = (
+            f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? AND rowid > ? LIMIT ?)"
+        )
         cap = self.common_rows + 1
         with self._lock:
             counts = self._counted().at(self._version())
             for t in terms:
-                if (fts, t) not in counts:
-                    counts[(fts, t)] = self._query(sql, (f"{column} : {t}", cap))[0][0]
-            return {t: counts[(fts, t)] for t in terms}
+                if (fts, t, after) not in counts:
+                    found = self._query(sql, (f"{column} : {t}", after, cap))[0][0]
+                    counts[(fts, t, after)] = found
+            return {t: counts[(fts, t, after)] for t in terms}
 
     def rows_with(self, terms: Sequence[str]) -> list[np.ndarray]:
         """The rows (seq) of the spoken turns holding each of `terms` (FTS5 phrases), sorted,
@@ -176,10 +182,14 @@ class TextSearch:
     def common_words(self, words: Sequence[str], share: float) -> set[str]:
         """Those of `words` that at least `share` of the turns stored hold. Rows are counted
         up to `common_rows` (a word's cost stays bounded), so in a memory of more than
-        `common_rows` / `share` turns no word is found that common."""
-        total = self._rows_stored()
+        `common_rows` / `share` turns the share is that of the newest `common_rows` /
+        `share` turns: what the memory holds now, at the cost of a small one."""
+        window = int(self.common_rows / share) if share > 0 else 0
+        stored = self._rows_stored()
+        newest = max(stored - window, 0)  # the rows after this one are counted
+        total = stored - newest
         terms = {w: t[0] for w in words if (t := fts_terms(w))}
-        held = self._rows_holding("conversation_fts", "text", list(terms.values()))
+        held = self._rows_holding("conversation_fts", "text", list(terms.values()), newest)
         return {w for w, t in terms.items() if total and held.get(t, 0) >= share * total}
 
     def search_turns_text(

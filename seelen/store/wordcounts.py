@@ -19,10 +19,10 @@ class WordCounts:
 
     def __init__(self) -> None:
         self._at: tuple[int, int] = (-1, -1)
-        self._counts: dict[tuple[str, str], int] = {}
+        self._counts: dict[tuple[str, str, int], int] = {}
         self.rows: dict[str, np.ndarray] = {}
 
-    def at(self, version: tuple[int, int]) -> dict[tuple[str, str], int]:
+    def at(self, version: tuple[int, int]) -> dict[tuple[str, str, int], int]:
         """The counts made at `version` (this connection's changes, and other connections'
         commits: `PRAGMA data_version`); none once it moved on."""
         if version != self._at or len(self._counts) > self.LIMIT:
