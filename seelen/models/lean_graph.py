@@ -19,10 +19,14 @@ graph; three rewrites of that graph are then made, each only where its pattern i
   is given, whatever `attention_mask` says.
 
 `onnx_session.prepare` keeps the lean graph only if it gives exactly the vectors (every bit)
-of the graph it came from, on probe texts of several lengths. Measured on 2,000 texts of the
-import bench's ChatGPT export (one thread, both models in turn, load 2.5-4): 5.76 ms of CPU
-per text → 5.20 (the keys 5.52, with the fused products 5.47, without the mask 5.20);
-264 nodes → 125.
+of the graph it came from, on probe texts of several lengths. Bit-equal, not merely close:
+each int8 product quantizes its input with the text's own scale, so a last-bit difference
+now and then flips one value by a whole int8 step, and attention spreads it to every token
+(SkipLayerNormalization as Add and LayerNormalization: 14-15% less CPU, but 37% of 400
+LoCoMo texts moved by over 1e-5, the worst by 0.02; docs/benchmarks.md). Measured on
+2,000 texts of the import bench's ChatGPT export (one thread, both models in turn, load
+2.5-4): 5.76 ms of CPU per text → 5.20 (the keys 5.52, with the fused products 5.47,
+without the mask 5.20); 264 nodes → 125.
 """
 
 from __future__ import annotations
