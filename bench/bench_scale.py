@@ -281,8 +281,7 @@ def command_rows(size: int, data_dir: Path, server_url: str, reindex_seconds: fl
 
 def owner_rss(size: int, env: dict[str, str]) -> None:
     """The warm owner's RSS after the asks (its peak, and what it holds now)."""
-    from seelen.owner.client import owner_status
-
+    from seelen.client.connect import owner_status
     from seelen.config import load_settings
 
     status = owner_status(load_settings(environ=env))

@@ -61,6 +61,9 @@ def test_prepare_keeps_a_leaner_graph_with_the_same_vectors(
     assert after["DynamicQuantizeMatMul"] == before["DynamicQuantizeMatMul"] - 2 * layers
     assert after["Split"] == layers and after["Add"] == before["Add"] - layers
     assert after["GatherND"] == after["Where"] == 0  # the mask's own nodes
+    # The heads read in place: one copy a layer left (the attention's result), no MatMul.
+    assert after["Transpose"] == layers and after["MatMul"] == 0
+    assert after["FusedMatMul"] == 2 * layers
     for old, new in zip(_vectors(optimized), _vectors(ready), strict=True):
         assert np.array_equal(old, new)
 

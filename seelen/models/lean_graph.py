@@ -3,7 +3,7 @@ same numbers.
 
 onnxruntime runs a text through the graph node by node, and a short chat text spends much of
 its time between nodes rather than in them. `prepare` (`onnx_session`) saves the optimized
-graph; three rewrites of that graph are then made, each only where its pattern is found:
+graph; four rewrites of that graph are then made, each only where its pattern is found:
 
 - Each layer's keys reach the attention product through Transpose, Reshape, Transpose,
   Reshape and the Shape, Gather, Slice and Concat nodes that compute those shapes (what
@@ -17,12 +17,24 @@ graph; three rewrites of that graph are then made, each only where its pattern i
   padded (`LocalEmbedder` runs each text alone), so the mask adds zeros: the Add and the
   nodes that build the mask go. The prepared model therefore attends to every position it
   is given, whatever `attention_mask` says.
+- Each layer's query, value and (once transposed) key were copied into (heads, length,
+  size) order before the two attention products, and the result copied back: the products
+  now read the heads where they lie, in (length, heads, size) views (onnxruntime's
+  `FusedMatMul` with `transBatchA`/`transBatchB`), so one copy a layer is left of four. The
+  views hold no batch: the prepared model takes one text a run, as the mask's removal
+  already assumes.
 
 `onnx_session.prepare` keeps the lean graph only if it gives exactly the vectors (every bit)
-of the graph it came from, on probe texts of several lengths. Measured on 2,000 texts of the
-import bench's ChatGPT export (one thread, both models in turn, load 2.5-4): 5.76 ms of CPU
-per text → 5.20 (the keys 5.52, with the fused products 5.47, without the mask 5.20);
-264 nodes → 125.
+of the graph it came from, on probe texts of several lengths. Bit-equal, not merely close:
+each int8 product quantizes its input with the text's own scale, so a last-bit difference
+now and then flips one value by a whole int8 step, and attention spreads it to every token
+(SkipLayerNormalization as Add and LayerNormalization: 14-15% less CPU, but 37% of 400
+LoCoMo texts moved by over 1e-5, the worst by 0.02; docs/benchmarks.md). Measured on
+2,000 texts of the import bench's ChatGPT export (one thread, both models in turn, load
+2.5-4): 5.76 ms of CPU per text → 5.20 (the keys 5.52, with the fused products 5.47,
+without the mask 5.20); 264 nodes → 125. The heads read in place: 125 → 107 nodes, 5.03 →
+4.87 ms per text on 1,200 LoCoMo and import-bench texts (four rounds alternated, load 8-9;
+the same bits on 2,000 texts of 3-256 pieces).
 """
 
 from __future__ import annotations
@@ -45,6 +57,7 @@ def lean(graph: GraphProto) -> int:
     _one_key_transpose(graph)
     _fuse_shared_products(graph)
     _drop_mask(graph)
+    _heads_in_place(graph)
     _prune(graph)
     return before - len(graph.node)
 
@@ -213,6 +226,130 @@ def _reads_mask(name: str, made: dict[str, NodeProto], seen: set[str]) -> bool:
         return False
     seen.add(name)
     return any(_reads_mask(i, made, seen) for i in node.input)
+
+
+def _heads_in_place(graph: GraphProto) -> None:
+    """Softmax(FusedMatMul(Transpose(Reshape(q), 0213), Transpose(Reshape(k), 0231))), then
+    MatMul(·, Transpose(Reshape(v), 0213)) and Transpose(·, 0213) → the same two products over
+    (length, heads, size) views, reading the heads where they lie (`transBatchA`,
+    `transBatchB`, `transB`), and Transpose(·, 102): three copies a layer fewer. The views
+    leave the batch out: the model then takes one text a run, as `LocalEmbedder` runs it."""
+    made, read_by = _producers(graph), _readers(graph)
+    swaps: dict[int, list[NodeProto]] = {}
+    shapes: dict[str, NodeProto] = {}
+    reshaped: set[str] = set()
+    for scores in graph.node:
+        found = _attention(scores, made, read_by)
+        if found is None:
+            continue
+        reshapes, values, back = found
+        shape = made[reshapes[0].input[1]]
+        first = shape.output[0] not in shapes
+        shapes.setdefault(shape.output[0], _without_batch(shape))
+        views = [_view(r, shapes[shape.output[0]].output[0]) for r in reshapes]
+        swaps[id(scores)] = [
+            *([shapes[shape.output[0]]] if first else []),
+            *views[:2],
+            _product(scores, views[0], views[1], transBatchA=1, transBatchB=1, transB=1),
+        ]
+        swaps[id(values)] = [views[2], _product(values, None, views[2], transBatchB=1)]
+        _set_perm(back, [1, 0, 2])
+        reshaped.update((values.input[0], back.output[0]))  # the softmax's and the copy's
+    nodes = [new for node in graph.node for new in swaps.get(id(node), [node])]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    reshaped.update(name for new in swaps.values() for node in new for name in node.output)
+    kept = [v for v in graph.value_info if v.name not in reshaped]  # shapes now 3-d
+    del graph.value_info[:]
+    graph.value_info.extend(kept)
+
+
+def _attention(
+    scores: NodeProto, made: dict[str, NodeProto], read_by: dict[str, list[NodeProto]]
+) -> tuple[list[NodeProto], NodeProto, NodeProto] | None:
+    """The query, key and value Reshapes, the values' product and the Transpose after it, of
+    one layer's attention whose scores `scores` makes; None when it is not that pattern."""
+    if scores.op_type != "FusedMatMul" or any(
+        a.i for a in scores.attribute if a.name.startswith("trans")
+    ):
+        return None
+    softmax = _only_reader(scores, read_by, "Softmax")
+    values = _only_reader(softmax, read_by, "MatMul") if softmax else None
+    back = _only_reader(values, read_by, "Transpose") if values else None
+    if softmax is None or values is None or back is None or values.input[0] != softmax.output[0]:
+        return None
+    if [a.i for a in softmax.attribute if a.name == "axis"] != [-1] or _perm(back) != [0, 2, 1, 3]:
+        return None
+    operands = zip((scores.input[0], scores.input[1], values.input[1]), _HEAD_PERMS, strict=True)
+    reshapes = []
+    for name, perm in operands:
+        turn = made.get(name)
+        reshape = made.get(turn.input[0]) if turn is not None and _perm(turn) == perm else None
+        if reshape is None or reshape.op_type != "Reshape":
+            return None
+        reshapes.append(reshape)
+    shape = made.get(reshapes[0].input[1])
+    same_shape = all(r.input[1] == reshapes[0].input[1] for r in reshapes)
+    if not same_shape or shape is None or shape.op_type != "Concat" or len(shape.input) != 4:
+        return None
+    return reshapes, values, back
+
+
+# How the query, the key and the value reach the two products: (batch, heads, length, size),
+# (batch, heads, size, length), (batch, heads, length, size).
+_HEAD_PERMS = ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3])
+
+
+def _only_reader(node: NodeProto, read_by: dict[str, list[NodeProto]], op: str) -> NodeProto | None:
+    readers = read_by.get(node.output[0], [])
+    return readers[0] if len(readers) == 1 and readers[0].op_type == op else None
+
+
+def _without_batch(shape: NodeProto) -> NodeProto:
+    """Concat(batch, length, heads, size) → Concat(length, heads, size)."""
+    from onnx import helper
+
+    name = f"{shape.output[0]}_3d"
+    return helper.make_node("Concat", list(shape.input[1:]), [name], axis=0, name=name)
+
+
+def _view(reshape: NodeProto, shape: str) -> NodeProto:
+    from onnx import helper
+
+    name = f"{reshape.output[0]}_3d"
+    return helper.make_node("Reshape", [reshape.input[0], shape], [name], name=name)
+
+
+def _product(old: NodeProto, a: NodeProto | None, b: NodeProto, **trans: int) -> NodeProto:
+    """`old` (a MatMul or FusedMatMul, its scale kept) as a FusedMatMul reading the views."""
+    from onnx import helper
+
+    alpha = [x.f for x in old.attribute if x.name == "alpha"] or [1.0]
+    node = helper.make_node(
+        "FusedMatMul",
+        [a.output[0] if a is not None else old.input[0], b.output[0]],
+        list(old.output),
+        name=f"{old.name}_3d",
+        domain=CONTRIB,
+        alpha=alpha[0],
+    )
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in trans.items())
+    return node
+
+
+def _set_perm(node: NodeProto, perm: list[int]) -> None:
+    for attribute in node.attribute:
+        if attribute.name == "perm":
+            del attribute.ints[:]
+            attribute.ints.extend(perm)
+
+
+def _readers(graph: GraphProto) -> dict[str, list[NodeProto]]:
+    read_by: dict[str, list[NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            read_by.setdefault(name, []).append(node)
+    return read_by
 
 
 def _prune(graph: GraphProto) -> None:
