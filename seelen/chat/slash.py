@@ -72,6 +72,8 @@ class SlashCompleter(Completer):
 async def _help(repl: Repl, arg: str) -> bool:
     from rich.table import Table
 
+    from seelen.chat.render import print_unpadded
+
     # A grid: each description in one column, wrapped within it in a narrow terminal.
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
@@ -81,10 +83,11 @@ async def _help(repl: Repl, arg: str) -> bool:
         if cmd.arg:
             names.append(f" {cmd.arg}")
         grid.add_row(names, cmd.help)
-    repl.console.print(Padding(grid, (0, 0, 0, 2)))
-    repl.console.print(
+    print_unpadded(repl.console, Padding(grid, (0, 0, 0, 2)))
+    print_unpadded(
+        repl.console,
         "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
-        "start a message with // to send a literal /.[/dim]"
+        "start a message with // to send a literal /.[/dim]",
     )
     return True
 
@@ -175,17 +178,19 @@ async def _tools(repl: Repl, arg: str) -> bool:
 
 @command("/files", help="the notes the last reply used (file › heading)")
 async def _files(repl: Repl, arg: str) -> bool:
+    from seelen.chat.visible import visible
+
     passages = repl.app.bot.last_passages
     if not passages:
         repl.console.print("[dim]The last reply used no notes.[/dim]")
     for passage in passages:
-        repl.console.print(Text.assemble(("  ", ""), (passage.label(), "bold")))
+        repl.console.print(Text.assemble(("  ", ""), (visible(passage.label()), "bold")))
     return True
 
 
 @command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
 async def _knowledge(repl: Repl, arg: str) -> bool:
-    from seelen.memory.context import one_line
+    from seelen.chat.render import render_passages
 
     knowledge = repl.app.knowledge
     if knowledge is None:
@@ -199,11 +204,7 @@ async def _knowledge(repl: Repl, arg: str) -> bool:
     found = await asyncio.to_thread(knowledge.search, arg, repl.app.bot.context_tokens // 4)
     if not found:
         repl.console.print("[dim]No note matches.[/dim]")
-    for passage in found:
-        repl.console.print(
-            Text.assemble((f"{passage.score:7.2f}  ", "dim"), (passage.label(), "bold"))
-        )
-        repl.console.print(Text("         " + one_line(passage.text, 200), style="dim"))
+    render_passages(repl.console, found)
     return True
 
 

@@ -213,15 +213,19 @@ def _answer(
         return printer.finish(final)
     from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
 
-    return run(
-        _with_app(
-            settings,
-            lambda a: answer_once(a, text, printer, ephemeral=ephemeral),
-            role="ask",
-            quiet=as_json,
-            ephemeral=ephemeral,
+    try:
+        return run(
+            _with_app(
+                settings,
+                lambda a: answer_once(a, text, printer, ephemeral=ephemeral),
+                role="ask",
+                quiet=as_json,
+                ephemeral=ephemeral,
+            )
         )
-    )
+    except KeyboardInterrupt:  # typer would end with 130 and not a word: say what is kept
+        printer.stopped()
+        raise typer.Exit(130) from None
 
 
 @app.command()
