@@ -117,12 +117,14 @@ def _stacked_hits(console: Console, items: list[MemoryItem]) -> None:
     """The hits for a narrow terminal: rank, score and date on a line, session and id on
     the next, then the text, indented."""
     width = max(console.width - 4, 10)
+    # "    session 12345678  id 123456789012" is 37 columns: narrower, the id goes below.
+    gap = "  " if console.width >= 37 else "\n    "
     for number, item in enumerate(items, start=1):
         console.print(
             Text.assemble(
                 (f"{number:>2}", "dim"),
                 f"  {item.score or 0.0:.4f}  {when(item.time)}\n",
-                (f"    session {item.session_id[:8]}  id {item.text_id[:12]}", "dim"),
+                (f"    session {item.session_id[:8]}{gap}id {item.text_id[:12]}", "dim"),
             )
         )
         text = _first_lines(console, _hit_text(item, width), width, HIT_LINES)

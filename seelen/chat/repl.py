@@ -26,6 +26,7 @@ from seelen.chat.archiving import ChatArchives
 from seelen.chat.input import keys_unechoed, prompt_session, read_lines
 from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
 from seelen.chat.slash import COMMANDS
+from seelen.chat.visible import visible
 from seelen.config import Settings
 from seelen.counts import counted
 from seelen.errors import SeelenError
@@ -321,10 +322,11 @@ class Repl:
         if line.startswith("/") and not line.startswith("//"):
             name, _, arg = line.strip().partition(" ")
             cmd = COMMANDS.get(name.lower())
-            if cmd is None:
-                self.console.print(
-                    f"[yellow]Unknown command {_shown(name)}.[/yellow] Type /help for the list."
-                )
+            # Not run: an unknown name, or words after a command taking none ("/reset it")
+            refusal = f"Unknown command {name}." if cmd is None else cmd.refusal(arg)
+            if cmd is None or refusal:
+                hint = " Type /help for the list." if cmd is None else ""
+                self.console.print(Text.assemble((visible(refusal), "yellow"), hint))
                 return True
             try:
                 return await cmd.handler(self, arg.strip())

@@ -31,8 +31,18 @@ class SlashCommand:
     handler: Handler
     arg: str = ""
 
+    def refusal(self, arg: str) -> str:
+        """Why the command is not run with `arg` ("" when it is): words after a command that
+        takes none would be dropped unread."""
+        if arg.strip() and not self.arg:
+            return f"{self.name} takes nothing after it: nothing done (// sends a line as text)"
+        return ""
+
 
 COMMANDS: dict[str, SlashCommand] = {}
+# The widest names ("/knowledge, /k QUERY", 20) and a 2-space gap leave a description 28
+# columns at 50: four or five words a line. Narrower, /help puts each under its names.
+HELP_STACKED_UNDER = 50
 
 
 def command(name: str, *aliases: str, help: str, arg: str = "") -> Callable[[Handler], Handler]:
@@ -74,16 +84,23 @@ async def _help(repl: Repl, arg: str) -> bool:
 
     from seelen.chat.render import print_unpadded
 
-    # A grid: each description in one column, wrapped within it in a narrow terminal.
+    # A grid: each description in one column, wrapped within it; in a terminal too narrow
+    # for that column, each description goes under its command's names.
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column()
+    stacked = repl.console.width < HELP_STACKED_UNDER
     for cmd in unique_commands():
         names = Text.assemble((", ".join((cmd.name, *cmd.aliases)), "bold"))
         if cmd.arg:
             names.append(f" {cmd.arg}")
-        grid.add_row(names, cmd.help)
-    print_unpadded(repl.console, Padding(grid, (0, 0, 0, 2)))
+        if stacked:
+            print_unpadded(repl.console, Padding(names, (0, 0, 0, 2)))
+            print_unpadded(repl.console, Padding(Text(cmd.help), (0, 0, 0, 4)))
+        else:
+            grid.add_row(names, cmd.help)
+    if not stacked:
+        print_unpadded(repl.console, Padding(grid, (0, 0, 0, 2)))
     print_unpadded(
         repl.console,
         "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
