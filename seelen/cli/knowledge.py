@@ -39,7 +39,12 @@ def _settings(profile: str | None, data_dir: str | None, *, reading: bool = Fals
 
 @knowledge_app.command("add")
 def add(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """Read the notes of PATH from now on (this profile only)."""
+    """Read the notes of PATH from now on (this profile only).
+
+    \b
+    Example:
+      seelen knowledge add ~/notes
+    """
     from seelen.knowledge.folders import add_folder
 
     settings = _settings(profile, data_dir)
@@ -129,7 +134,9 @@ def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @knowledge_app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
-    tokens: Annotated[int, typer.Option(help="token budget of the answer", min=1)] = 2000,
+    tokens: Annotated[
+        int, typer.Option(help="token budget of the answer", min=1, metavar="N")
+    ] = 2000,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
