@@ -107,3 +107,19 @@ def test_ctrl_c_of_an_answer_in_this_process_says_the_question_is_kept(
     assert out.decode().endswith("\n")  # the words so far end their line
     texts = active_texts(data_dir)
     assert texts[0] == "a slow one" and texts[1].startswith("one")
+
+
+def test_the_first_mcp_token_makes_a_private_data_dir(data_dir: Path) -> None:
+    """`seelen mcp token` on a new data dir made it 0755 (only the profile's folder was 0700):
+    whoever came next could list which profiles exist."""
+    import os
+    import stat
+
+    os.umask(0o022)
+    made = run_cli("mcp", "token")
+    assert made.returncode == 0, made.stderr
+    for folder in (data_dir, data_dir / "default"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    token = data_dir / "default" / "mcp_token"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert made.stdout.strip() == token.read_text("ascii").strip()
