@@ -27,6 +27,7 @@ from seelen.chat.input import keys_unechoed, prompt_session, read_lines
 from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
 from seelen.chat.slash import COMMANDS
 from seelen.chat.visible import visible
+from seelen.chat.welcome import WELCOME, model_hints
 from seelen.config import Settings
 from seelen.counts import counted
 from seelen.errors import SeelenError
@@ -146,10 +147,9 @@ class Repl:
                     self.console.print(f"{who}: {_shown(_short(turn.text, 300))}")
 
     async def tell_nearby(self) -> None:
-        """Once per profile: the OpenAI-compatible servers that answer on this machine, and
-        how to chat with one instead of the bundled model (`seelen.models.nearby`)."""
-        for line in await self._nearby.news() if self._nearby is not None else []:
-            self.console.print(Text(line, style="yellow"))
+        """On the bundled model for want of settings: how to chat with a better one."""
+        for line in await model_hints(self._nearby):
+            self.console.print(line)
 
     def start_mcp(self, *, warm: bool = False) -> None:
         """Offer the MCP servers' tools; a failure is reported once, in one line. `warm`
@@ -167,7 +167,7 @@ class Repl:
     async def run_terminal(self) -> None:
         """The chat in a terminal: the prompt at once, the profile opening behind it (its
         start-up lines print above the prompt); closes the profile at the end."""
-        self.console.print("[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]")
+        self.console.print(WELCOME)
         async with contextlib.AsyncExitStack() as stack:
             try:
                 await self.run_interactive(on_shown=lambda: self._open_behind(stack))
