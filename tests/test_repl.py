@@ -275,6 +275,24 @@ async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelSe
     await repl.app.aclose()
 
 
+async def test_lines_typed_incognito_stay_out_of_the_prompt_history_file(
+    env: ModelServer, data_dir
+) -> None:
+    """/incognito said "nothing you say now is saved", yet each line went into prompt_history
+    in the profile, for ↑ in every later chat: on disk, in plain text."""
+    env.responder = lambda body: Reply(text="noted")
+    with create_pipe_input() as pipe:
+        repl, _ = make_repl(pipe)
+        await repl.start()
+        pipe.send_text("kept before\r/incognito\rmy secret words\r")
+        pipe.send_text("/incognito\rkept after\r/q\r")
+        await asyncio.wait_for(repl.run_interactive(), 20)
+    kept = (data_dir / "default" / "prompt_history").read_text("utf-8")
+    assert "kept before" in kept and "kept after" in kept and "/incognito" in kept
+    assert "secret" not in kept
+    await repl.app.aclose()
+
+
 async def test_a_terminal_shows_thinking_until_the_first_word() -> None:
     from seelen.chat.render import EventPrinter
     from seelen.protocol.events import Done, Notice, TextDelta

@@ -4,9 +4,9 @@ Slash commands live in `seelen.chat.slash`, rendering in `seelen.chat.render`. L
 from a pipe go through the same `handle()` as typed ones.
 
 In a terminal the prompt comes first (`run_terminal`): the profile opens behind it, its
-start-up lines print above the prompt, and a line sent meanwhile waits for it (it is in the
-prompt's history at once, and stored the moment the profile is open). So this module imports
-only prompt-toolkit and rich; the runtime and the renderer load after the first draw.
+start-up lines print above the prompt, and a line sent meanwhile waits for it (in the
+prompt's history at once, stored the moment the profile is open). This module imports only
+prompt-toolkit and rich; the runtime and the renderer load after the first draw.
 """
 
 from __future__ import annotations
@@ -297,9 +297,8 @@ class Repl:
     def note_remote_answer(self, question: str) -> None:
         """A question from another terminal was answered in this session: say so."""
         self._turns = self.app.sessions.current.conv_count
-        self.console.print(
-            Text(f"(answered a question from another terminal: {_short(question, 60)})", "dim")
-        )
+        said = f"(answered a question from another terminal: {_short(question, 60)})"
+        self.console.print(Text(said, "dim"))
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
@@ -383,7 +382,8 @@ class Repl:
     # --- prompt-toolkit ------------------------------------------------------------------
 
     def _prompt_session(self) -> PromptSession[str]:
-        return prompt_session(self.settings, self._toolbar, self._pt_input, self._pt_output)
+        hidden = lambda: self.incognito is not None  # noqa: E731 (incognito: not on disk)
+        return prompt_session(self.settings, self._toolbar, self._pt_input, self._pt_output, hidden)
 
     def _toolbar(self) -> str:
         s = self.settings
