@@ -4,12 +4,9 @@ Ctrl-C of an answer given in this process says."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from helpers import active_texts, open_store, run_cli
+from helpers import active_texts, ask_stopped, open_store, run_cli
 from model_server import ModelServer, Reply
 
 
@@ -86,20 +83,8 @@ def test_ctrl_c_of_an_answer_in_this_process_says_the_question_is_kept(
     """With SEELEN_OWNER=false, Ctrl-C ended `ask` with exit 130 and not a word: the user
     could not know that the question and the words so far were kept for /retry."""
     env.responder = lambda body: Reply(text="one two three four five six", chunk_delay=0.5)
-    asking = subprocess.Popen(
-        [sys.executable, "-m", "seelen", "ask", "a slow one"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert asking.stdout is not None
-        assert asking.stdout.read(3) == b"one"  # streamed into the pipe: the turn is under way
-        asking.send_signal(signal.SIGINT)
-        out, err = asking.communicate(timeout=30)
-    finally:
-        if asking.poll() is None:
-            asking.kill()
-    assert asking.returncode == 130
+    code, out, err = ask_stopped("a slow one")
+    assert code == 130 and out.startswith(b"one")
     assert err.decode() == (
         "seelen: stopped; your question is saved (with the answer so far): "
         "`seelen chat` and /retry answer it\n"
