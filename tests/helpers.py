@@ -384,3 +384,22 @@ def owner_serves(kind: str, process: subprocess.Popen[str]) -> bool:
     assert process.poll() is None, process.communicate()
     status = owner_status(load_settings())
     return status is not None and status.kind == kind
+
+
+def ask_stopped(question: str) -> tuple[int, bytes, bytes]:
+    """`seelen ask QUESTION` as a real process, sent Ctrl-C (SIGINT) once the first three
+    bytes of its answer are in the pipe; its exit code, stdout and stderr."""
+    asking = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "ask", question],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert asking.stdout is not None
+        first = asking.stdout.read(3)  # streamed into the pipe: the turn is under way
+        asking.send_signal(signal.SIGINT)
+        out, err = asking.communicate(timeout=30)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+    return asking.returncode, first + out, err

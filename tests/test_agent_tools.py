@@ -264,5 +264,8 @@ async def test_doctor_checks_each_mcp_server(
         checks = {c.name: c for c in await mcp_checks(app)}
     finally:
         await app.aclose()
-    assert checks["MCP server time"].ok and "tool" in checks["MCP server time"].detail
+    assert checks["MCP server time"].detail.startswith("ready (")  # not "time: ready ("
     assert not checks["MCP server ghost"].ok
+    assert checks["MCP server ghost"].detail == (
+        "failed — command 'no-such-mcp-command-anywhere' not found"
+    )

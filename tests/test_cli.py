@@ -140,6 +140,30 @@ def test_help_explains_commands() -> None:
         assert name in result.stdout
 
 
+def test_every_help_speaks_to_a_user_not_of_click_types() -> None:
+    """--help showed `--limit <int range>` and `--ephemeral / --no-ephemeral [default:
+    no-ephemeral]`; the commands a newcomer starts with showed no example."""
+    import click
+    import typer
+
+    from seelen.cli.main import app
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        paths = [path]
+        for name, sub in getattr(command, "commands", {}).items():
+            paths += walk(sub, (*path, name))
+        return paths
+
+    paths = walk(typer.main.get_command(app), ())
+    assert len(paths) > 30  # every command and group
+    helps = {path: run_cli(*path, "--help") for path in paths}
+    for path, shown in helps.items():
+        assert shown.returncode == 0, path
+        assert "int range" not in shown.stdout and "--no-" not in shown.stdout, path
+    for path in (("ask",), ("memory", "search"), ("import",), ("export",), ("knowledge", "add")):
+        assert "Example" in helps[path].stdout and f"  seelen {path[0]}" in helps[path].stdout
+
+
 def test_version_and_h_answer_as_a_newcomer_types_them(data_dir: Path) -> None:
     """`seelen --version` and `-h` were "No such option" (exit 2); --version starts no chat
     and opens no profile."""

@@ -142,7 +142,7 @@ def test_relative_folders_are_resolved_once_against_the_env_file_or_cwd(
     assert from_file.knowledge_dirs == f"{notes}{os.pathsep}{notes}"
     assert from_file.local_model_path == str(project / "models" / "m.gguf")
     (from_file.profile_dir).mkdir(parents=True)
-    add_folder(from_file.profile_dir, str(project / "notes" / "."))  # a third spelling
+    assert add_folder(from_file.profile_dir, str(project / "notes" / ".")) == (notes, True)
     assert all_folders(from_file) == [notes]
     from_env = load_settings(
         {}, environ={**data, "KNOWLEDGE_DIRS": "~/n:../project/notes"}, dotenv_path=tmp_path / "x"

@@ -83,3 +83,32 @@ def test_no_probe_once_an_endpoint_or_the_local_model_is_chosen() -> None:
     assert not offers_nearby(load_settings({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}))
     assert not offers_nearby(load_settings({"OPENAI_API_KEY": "sk-x"}))
     assert not offers_nearby(load_settings({"LLM_PROVIDER": "local"}))
+
+
+async def test_a_chat_on_the_bundled_model_with_no_server_near_says_how_to_set_one_up(
+    data_dir: Path,
+) -> None:
+    """A newcomer with no settings chatted with the 135M bundled model and was told nothing:
+    its answers passed for Seelen's best. With no server found, each start says how to set
+    a model up; with one found (above), how to use that one instead."""
+    from seelen.chat.repl import Repl
+    from seelen.chat.welcome import ON_BUNDLED
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, not listening: nothing answers there
+    settings = load_settings()
+    servers = [KnownServer("Ollama", f"http://127.0.0.1:{closed.getsockname()[1]}/v1")]
+    try:
+        for _ in range(2):  # at each start, while nothing is configured
+            out = io.StringIO()
+            nearby = NearbyServers(settings.profile_dir, servers, timeout=0.5)
+            nearby.start()
+            repl = Repl(None, Console(file=out, width=400), settings=settings, nearby=nearby)
+            await repl.tell_nearby()
+            assert out.getvalue() == ON_BUNDLED + "\n"
+    finally:
+        closed.close()
+    assert "OPENAI_API_KEY" in ON_BUNDLED and ".env" in ON_BUNDLED
+    out = io.StringIO()
+    await Repl(None, Console(file=out), settings=settings, nearby=None).tell_nearby()
+    assert out.getvalue() == ""  # a model is configured, or LLM_PROVIDER=local chose this one

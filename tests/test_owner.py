@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import (
     active_texts,
+    ask_stopped,
     asked,
     echo,
     open_store,
@@ -594,19 +595,8 @@ def test_ctrl_c_during_an_answer_of_the_owner_says_it_is_finished_and_kept(
     from seelen.cli.main import ANSWERED_ON
 
     owner_env.responder = lambda body: Reply(text="one two three four five six", chunk_delay=0.5)
-    asking = subprocess.Popen(
-        [sys.executable, "-m", "seelen", "ask", "a slow one"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert asking.stdout is not None
-        assert asking.stdout.read(3) == b"one"  # streamed into the pipe: the turn is under way
-        asking.send_signal(signal.SIGINT)
-        _, err = asking.communicate(timeout=30)
-    finally:
-        if asking.poll() is None:
-            asking.kill()
-    assert asking.returncode == 130 and err.decode() == ANSWERED_ON + "\n"
+    code, out, err = ask_stopped("a slow one")
+    assert out.startswith(b"one")
+    assert code == 130 and err.decode() == ANSWERED_ON + "\n"
     wait_until(lambda: len(active_texts(data_dir)) == 2, 30, "the owner never kept the answer")
     assert active_texts(data_dir) == ["a slow one", "one two three four five six"]

@@ -164,6 +164,36 @@ async def test_a_lone_r_deletes_nothing(env: ModelServer) -> None:
     await repl.app.aclose()
 
 
+async def test_a_command_that_takes_nothing_refuses_words_after_it(env: ModelServer) -> None:
+    """ "/reset the topic" reset the session for good and dropped "the topic"; "/save and then
+    tell me" archived and dropped the rest: the words after a command taking none are said
+    back unused, and nothing is done."""
+    with create_pipe_input() as pipe:
+        repl, out = make_repl(pipe)
+        await repl.start()
+        await repl.handle("my locker code is 4711")
+        assert await repl.handle("/reset the topic")
+        assert await repl.handle("/exit now")
+    assert [t.text for t in repl.app.sessions.live_turns()][:1] == ["my locker code is 4711"]
+    said = out.getvalue()
+    assert "/reset takes nothing after it: nothing done" in said
+    assert "/exit takes nothing after it: nothing done" in said
+    await repl.app.aclose()
+
+
+async def test_help_in_30_columns_keeps_its_words_whole(env: ModelServer) -> None:
+    """At 30 columns /help cut each description to a few letters ("knowl…"): each now goes
+    under its command's names (a hit's id: tests/test_small_edges.py)."""
+    out = io.StringIO()
+    app = build_app(load_settings())
+    await Repl(app, Console(file=out, force_terminal=False, width=30)).handle("/help")
+    helped = out.getvalue()
+    assert max(len(line) for line in helped.splitlines()) <= 30 and "…" not in helped
+    for cmd in unique_commands():
+        assert " ".join(cmd.help.split()) in " ".join(helped.split())
+    await app.aclose()
+
+
 async def test_help_lists_every_command_and_completion_offers_them(env: ModelServer) -> None:
     from prompt_toolkit.document import Document
 
@@ -222,6 +252,24 @@ async def test_incognito_remembers_within_itself_and_stores_nothing(env: ModelSe
     texts = [t.text for s in store.list_sessions(-1) for t in store.turns(s.session_id)]
     assert texts == ["kept before", "kept before", "kept after", "kept before | kept after"]
     assert len(store.list_sessions(-1)) == 1
+    await repl.app.aclose()
+
+
+async def test_lines_typed_incognito_stay_out_of_the_prompt_history_file(
+    env: ModelServer, data_dir
+) -> None:
+    """/incognito said "nothing you say now is saved", yet each line went into prompt_history
+    in the profile, for ↑ in every later chat: on disk, in plain text."""
+    env.responder = lambda body: Reply(text="noted")
+    with create_pipe_input() as pipe:
+        repl, _ = make_repl(pipe)
+        await repl.start()
+        pipe.send_text("kept before\r/incognito\rmy secret words\r")
+        pipe.send_text("/incognito\rkept after\r/q\r")
+        await asyncio.wait_for(repl.run_interactive(), 20)
+    kept = (data_dir / "default" / "prompt_history").read_text("utf-8")
+    assert "kept before" in kept and "kept after" in kept and "/incognito" in kept
+    assert "secret" not in kept
     await repl.app.aclose()
 
 

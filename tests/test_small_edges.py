@@ -228,6 +228,11 @@ def test_hits_in_a_narrow_terminal_keep_their_words_readable() -> None:
     said = " ".join(" ".join(lines).split())
     assert "user (words + meaning): my cat is called Mimi and she sleeps on the piano" in said
     assert "session 048d81f5" in said and "id 1e6260a09e67" in said
+    # At 30 columns the id broke onto the margin: session and id get a line each.
+    out = io.StringIO()
+    render_hits(Console(file=out, width=30), SearchResult(query="cat", turns=[hit]), 10)
+    lines = out.getvalue().splitlines()
+    assert "    session 048d81f5" in lines and "    id 1e6260a09e67" in lines
 
 
 def test_an_editor_that_fails_is_named_in_words_and_the_file_is_unchanged(data_dir: Path) -> None:

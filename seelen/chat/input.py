@@ -44,13 +44,29 @@ def key_bindings() -> KeyBindings:
     return kb
 
 
+class ChatHistory(FileHistory):
+    """The prompt's history file. While `private()` holds (incognito), lines are kept for ↑
+    in this chat only: nothing of them is written to the file."""
+
+    def __init__(self, filename: str, private: Callable[[], bool]) -> None:
+        super().__init__(filename)
+        self.private = private
+
+    def store_string(self, string: str) -> None:
+        """Append `string` to the file, unless the chat is private now."""
+        if not self.private():
+            super().store_string(string)
+
+
 def prompt_session(
     settings: Settings,
     toolbar: Callable[[], str],
     pt_input: Input | None = None,
     pt_output: Output | None = None,
+    private: Callable[[], bool] = lambda: False,
 ) -> PromptSession[str]:
-    """The chat's PromptSession, its history kept in the profile folder (created private)."""
+    """The chat's PromptSession, its history kept in the profile folder (created private);
+    lines typed while `private()` holds stay out of it."""
     from seelen.files import PRIVATE_UMASK, private_dir
 
     directory = settings.profile_dir
@@ -58,7 +74,7 @@ def prompt_session(
         # The prompt may come before the profile is opened: its folder, private already.
         os.umask(PRIVATE_UMASK)
         private_dir(directory)
-        history: History = FileHistory(str(directory / "prompt_history"))
+        history: History = ChatHistory(str(directory / "prompt_history"), private)
     except OSError:
         history = InMemoryHistory()
     return PromptSession(

@@ -9,11 +9,11 @@ markup string), so neither can take effect.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.padding import Padding
@@ -37,7 +37,7 @@ from seelen.protocol.events import (
     ToolStarted,
     TurnUsage,
 )
-from seelen.protocol.results import MemoryItem, SearchResult
+from seelen.protocol.results import MemoryItem, NotePassage, SearchResult
 from seelen.protocol.text import when
 
 if TYPE_CHECKING:
@@ -94,11 +94,12 @@ def render_hits(console: Console, result: SearchResult, limit: int) -> None:
         _stacked_hits(console, [*ranked, *result.summaries])
     else:
         _hit_table(console, [*ranked, *result.summaries])
-    console.print(
+    print_unpadded(
+        console,
         f"[dim]{counted(len(result.summaries), 'summary', 'summaries')}, "
         f"{counted(len(ranked), 'turn')}, "
         f"{result.ms:.0f} ms ({result.mode}); (words): it holds the query's "
-        "words, (meaning): close in meaning, maybe with none of them[/dim]"
+        "words, (meaning): close in meaning, maybe with none of them[/dim]",
     )
 
 
@@ -116,16 +117,18 @@ def _stacked_hits(console: Console, items: list[MemoryItem]) -> None:
     """The hits for a narrow terminal: rank, score and date on a line, session and id on
     the next, then the text, indented."""
     width = max(console.width - 4, 10)
+    # "    session 12345678  id 123456789012" is 37 columns: narrower, the id goes below.
+    gap = "  " if console.width >= 37 else "\n    "
     for number, item in enumerate(items, start=1):
         console.print(
             Text.assemble(
                 (f"{number:>2}", "dim"),
                 f"  {item.score or 0.0:.4f}  {when(item.time)}\n",
-                (f"    session {item.session_id[:8]}  id {item.text_id[:12]}", "dim"),
+                (f"    session {item.session_id[:8]}{gap}id {item.text_id[:12]}", "dim"),
             )
         )
         text = _first_lines(console, _hit_text(item, width), width, HIT_LINES)
-        console.print(Padding(text, (0, 0, 0, 4)))
+        print_unpadded(console, Padding(text, (0, 0, 0, 4)))
 
 
 def _hit_table(console: Console, items: list[MemoryItem]) -> None:
@@ -146,7 +149,22 @@ def _hit_table(console: Console, items: list[MemoryItem]) -> None:
             ),
             _first_lines(console, _hit_text(item, width), width, HIT_LINES),
         )
-    console.print(table)
+    print_unpadded(console, table)
+
+
+def print_unpadded(console: Console, renderable: RenderableType) -> None:
+    """Print a table or an indented block; in a pipe or a file, each line without the spaces
+    that pad it to the width (a terminal shows them as nothing; a pipe would keep them)."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    for line in console.render_lines(renderable, pad=False, new_lines=False):
+        text = Text()
+        for segment in line:
+            if not segment.control:
+                text.append(segment.text, segment.style)
+        text.rstrip()
+        console.print(text)
 
 
 def _first_lines(console: Console, text: Text, width: int, lines: int) -> Text:
@@ -166,6 +184,15 @@ def found_by(sources: Mapping[str, int]) -> str:
     match the query's words, "vector…" ones its meaning)."""
     kinds = {"words" if name.startswith("bm25") else "meaning" for name in sources}
     return " + ".join(k for k in ("words", "meaning") if k in kinds)
+
+
+def render_passages(console: Console, passages: Sequence[NotePassage]) -> None:
+    """Note passages best first: each one's rank and "file › heading", then its first words
+    on one line. No score: BM25's depends on the folder (in a folder of one note it is 0)."""
+    for number, passage in enumerate(passages, start=1):
+        label = Text.assemble((f"{number:>2}  ", "dim"), (visible(passage.label()), "bold"))
+        console.print(label, soft_wrap=True)
+        console.print(Text("    " + visible(one_line(passage.text, 200)), "dim"), soft_wrap=True)
 
 
 def render_why(console: Console, app: App, result: RecallResult | None) -> None:
@@ -218,16 +245,17 @@ def render_sessions(console: Console, app: App, limit: int) -> None:
     for s in sessions:
         summary = app.store.session_summary(s.session_id)
         when = app.clock.fmt_range(s.start_ms, s.end_ms) if s.end_ms else app.clock.fmt(s.start_ms)
-        console.print(
+        print_unpadded(
+            console,
             Text.assemble(
                 (s.session_id[:12], "bold"),
                 f"  {when}  {s.status}, {counted(s.conv_count, 'turn')}",
-            )
+            ),
         )
         text = summary.text if summary else s.rolling_summary
         if text:  # indented as a whole, its wrapped lines too
             summary_text = Text(visible(one_line(text, 300)), style="dim")
-            console.print(Padding(summary_text, (0, 0, 0, 4), expand=False))
+            print_unpadded(console, Padding(summary_text, (0, 0, 0, 4), expand=False))
 
 
 def render_session(console: Console, app: App, session: Session) -> None:

@@ -4,9 +4,9 @@ Slash commands live in `seelen.chat.slash`, rendering in `seelen.chat.render`. L
 from a pipe go through the same `handle()` as typed ones.
 
 In a terminal the prompt comes first (`run_terminal`): the profile opens behind it, its
-start-up lines print above the prompt, and a line sent meanwhile waits for it (it is in the
-prompt's history at once, and stored the moment the profile is open). So this module imports
-only prompt-toolkit and rich; the runtime and the renderer load after the first draw.
+start-up lines print above the prompt, and a line sent meanwhile waits for it (in the
+prompt's history at once, stored the moment the profile is open). This module imports only
+prompt-toolkit and rich; the runtime and the renderer load after the first draw.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from seelen.chat.archiving import ChatArchives
 from seelen.chat.input import keys_unechoed, prompt_session, read_lines
 from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
 from seelen.chat.slash import COMMANDS
+from seelen.chat.visible import visible
+from seelen.chat.welcome import WELCOME, model_hints
 from seelen.config import Settings
 from seelen.counts import counted
 from seelen.errors import SeelenError
@@ -145,10 +147,9 @@ class Repl:
                     self.console.print(f"{who}: {_shown(_short(turn.text, 300))}")
 
     async def tell_nearby(self) -> None:
-        """Once per profile: the OpenAI-compatible servers that answer on this machine, and
-        how to chat with one instead of the bundled model (`seelen.models.nearby`)."""
-        for line in await self._nearby.news() if self._nearby is not None else []:
-            self.console.print(Text(line, style="yellow"))
+        """On the bundled model for want of settings: how to chat with a better one."""
+        for line in await model_hints(self._nearby):
+            self.console.print(line)
 
     def start_mcp(self, *, warm: bool = False) -> None:
         """Offer the MCP servers' tools; a failure is reported once, in one line. `warm`
@@ -166,7 +167,7 @@ class Repl:
     async def run_terminal(self) -> None:
         """The chat in a terminal: the prompt at once, the profile opening behind it (its
         start-up lines print above the prompt); closes the profile at the end."""
-        self.console.print("[dim]Seelen is listening. /help for commands, Ctrl-D to leave.[/dim]")
+        self.console.print(WELCOME)
         async with contextlib.AsyncExitStack() as stack:
             try:
                 await self.run_interactive(on_shown=lambda: self._open_behind(stack))
@@ -296,9 +297,8 @@ class Repl:
     def note_remote_answer(self, question: str) -> None:
         """A question from another terminal was answered in this session: say so."""
         self._turns = self.app.sessions.current.conv_count
-        self.console.print(
-            Text(f"(answered a question from another terminal: {_short(question, 60)})", "dim")
-        )
+        said = f"(answered a question from another terminal: {_short(question, 60)})"
+        self.console.print(Text(said, "dim"))
 
     async def handle(self, line: str) -> bool:
         """Run one typed line; False means leave the chat."""
@@ -321,10 +321,11 @@ class Repl:
         if line.startswith("/") and not line.startswith("//"):
             name, _, arg = line.strip().partition(" ")
             cmd = COMMANDS.get(name.lower())
-            if cmd is None:
-                self.console.print(
-                    f"[yellow]Unknown command {_shown(name)}.[/yellow] Type /help for the list."
-                )
+            # Not run: an unknown name, or words after a command taking none ("/reset it")
+            refusal = f"Unknown command {name}." if cmd is None else cmd.refusal(arg)
+            if cmd is None or refusal:
+                hint = " Type /help for the list." if cmd is None else ""
+                self.console.print(Text.assemble((visible(refusal), "yellow"), hint))
                 return True
             try:
                 return await cmd.handler(self, arg.strip())
@@ -381,7 +382,8 @@ class Repl:
     # --- prompt-toolkit ------------------------------------------------------------------
 
     def _prompt_session(self) -> PromptSession[str]:
-        return prompt_session(self.settings, self._toolbar, self._pt_input, self._pt_output)
+        hidden = lambda: self.incognito is not None  # noqa: E731 (incognito: not on disk)
+        return prompt_session(self.settings, self._toolbar, self._pt_input, self._pt_output, hidden)
 
     def _toolbar(self) -> str:
         s = self.settings

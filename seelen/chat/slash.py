@@ -31,8 +31,18 @@ class SlashCommand:
     handler: Handler
     arg: str = ""
 
+    def refusal(self, arg: str) -> str:
+        """Why the command is not run with `arg` ("" when it is): words after a command that
+        takes none would be dropped unread."""
+        if arg.strip() and not self.arg:
+            return f"{self.name} takes nothing after it: nothing done (// sends a line as text)"
+        return ""
+
 
 COMMANDS: dict[str, SlashCommand] = {}
+# The widest names ("/knowledge, /k QUERY", 20) and a 2-space gap leave a description 28
+# columns at 50: four or five words a line. Narrower, /help puts each under its names.
+HELP_STACKED_UNDER = 50
 
 
 def command(name: str, *aliases: str, help: str, arg: str = "") -> Callable[[Handler], Handler]:
@@ -72,19 +82,29 @@ class SlashCompleter(Completer):
 async def _help(repl: Repl, arg: str) -> bool:
     from rich.table import Table
 
-    # A grid: each description in one column, wrapped within it in a narrow terminal.
+    from seelen.chat.render import print_unpadded
+
+    # A grid: each description in one column, wrapped within it; in a terminal too narrow
+    # for that column, each description goes under its command's names.
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column()
+    stacked = repl.console.width < HELP_STACKED_UNDER
     for cmd in unique_commands():
         names = Text.assemble((", ".join((cmd.name, *cmd.aliases)), "bold"))
         if cmd.arg:
             names.append(f" {cmd.arg}")
-        grid.add_row(names, cmd.help)
-    repl.console.print(Padding(grid, (0, 0, 0, 2)))
-    repl.console.print(
+        if stacked:
+            print_unpadded(repl.console, Padding(names, (0, 0, 0, 2)))
+            print_unpadded(repl.console, Padding(Text(cmd.help), (0, 0, 0, 4)))
+        else:
+            grid.add_row(names, cmd.help)
+    if not stacked:
+        print_unpadded(repl.console, Padding(grid, (0, 0, 0, 2)))
+    print_unpadded(
+        repl.console,
         "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
-        "start a message with // to send a literal /.[/dim]"
+        "start a message with // to send a literal /.[/dim]",
     )
     return True
 
@@ -175,17 +195,19 @@ async def _tools(repl: Repl, arg: str) -> bool:
 
 @command("/files", help="the notes the last reply used (file › heading)")
 async def _files(repl: Repl, arg: str) -> bool:
+    from seelen.chat.visible import visible
+
     passages = repl.app.bot.last_passages
     if not passages:
         repl.console.print("[dim]The last reply used no notes.[/dim]")
     for passage in passages:
-        repl.console.print(Text.assemble(("  ", ""), (passage.label(), "bold")))
+        repl.console.print(Text.assemble(("  ", ""), (visible(passage.label()), "bold")))
     return True
 
 
 @command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
 async def _knowledge(repl: Repl, arg: str) -> bool:
-    from seelen.memory.context import one_line
+    from seelen.chat.render import render_passages
 
     knowledge = repl.app.knowledge
     if knowledge is None:
@@ -199,11 +221,7 @@ async def _knowledge(repl: Repl, arg: str) -> bool:
     found = await asyncio.to_thread(knowledge.search, arg, repl.app.bot.context_tokens // 4)
     if not found:
         repl.console.print("[dim]No note matches.[/dim]")
-    for passage in found:
-        repl.console.print(
-            Text.assemble((f"{passage.score:7.2f}  ", "dim"), (passage.label(), "bold"))
-        )
-        repl.console.print(Text("         " + one_line(passage.text, 200), style="dim"))
+    render_passages(repl.console, found)
     return True
 
 

@@ -31,6 +31,7 @@ class AnswerPrinter:
         self.tools: list[events.ToolFinished] = []
         self.printed = False  # the one JSON object is out
         self.saved = False  # the question is stored (not for an ephemeral one)
+        self.worded = False  # some of the reply came (a stopped one keeps it)
 
     def begin(self) -> None:
         """Show that the question is on its way (on stderr, in a terminal only)."""
@@ -70,6 +71,7 @@ class AnswerPrinter:
         if not isinstance(event, (events.TextDelta, events.Notice, events.KnowledgeUsed)):
             return  # Saved, Recalled, ToolStarted: nothing to print
         self._done_thinking()
+        self.worded = self.worded or isinstance(event, events.TextDelta)
         if isinstance(event, events.TextDelta) and self.stream:
             self._write(visible(event.text))
             self.streamed = True
@@ -114,6 +116,22 @@ class AnswerPrinter:
 
             Console().print(Markdown(visible(reply)))
         return 0
+
+    def stopped(self) -> None:
+        """Ctrl-C stopped an answer of this process: say in one line on stderr (and with
+        --json, in the one object) whether the question was kept for /retry."""
+        self._done_thinking()
+        if self.saved:
+            kept = " (with the answer so far)" if self.worded else ""
+            line = f"stopped; your question is saved{kept}: `seelen chat` and /retry answer it"
+        elif self.ephemeral:
+            line = "stopped; nothing of this exchange is kept (--ephemeral)"
+        else:
+            line = "stopped before your question was saved: ask it again"
+        if self.stream and self.streamed:
+            self._write("\n")  # the words so far end their line
+        print(f"seelen: {line}", file=sys.stderr)
+        self.fail_json(line, saved=self.saved)
 
     def fail_json(self, message: str, *, saved: bool = False) -> None:
         """With --json, the failure as the one JSON object on stdout (`reply` null, `error`

@@ -141,6 +141,10 @@ async def mcp_checks(app: App) -> list[Check]:
     manager.connect_all()  # a cached tool list proves nothing: start every server
     await manager.wait_handshakes()
     return [
-        Check(f"MCP server {status.name}", status.state in ("ready", "disabled"), status.line())
+        Check(
+            f"MCP server {status.name}",
+            status.state in ("ready", "disabled"),
+            status.line().removeprefix(f"{status.name}: "),  # the check names the server
+        )
         for status in manager.status()
     ]

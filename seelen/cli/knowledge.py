@@ -39,11 +39,20 @@ def _settings(profile: str | None, data_dir: str | None, *, reading: bool = Fals
 
 @knowledge_app.command("add")
 def add(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """Read the notes of PATH from now on (this profile only)."""
+    """Read the notes of PATH from now on (this profile only).
+
+    \b
+    Example:
+      seelen knowledge add ~/notes
+    """
     from seelen.knowledge.folders import add_folder
 
     settings = _settings(profile, data_dir)
-    print(f"added {add_folder(settings.profile_dir, path)}")
+    folder, added = add_folder(settings.profile_dir, path)
+    if not added:
+        print(f"already read: {folder}")
+        return
+    print(f"added {folder}")
     _index_now(settings)
 
 
@@ -105,15 +114,18 @@ def remove(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) 
 @knowledge_app.command("list")
 def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """The folders read, where each comes from, and how many notes of it are indexed."""
-    from seelen.knowledge.folders import configured_dirs, indexed_counts, load_folders
+    from seelen.knowledge.files import real_root
+    from seelen.knowledge.folders import all_folders, configured_dirs, indexed_counts
 
     settings = _settings(profile, data_dir, reading=True)
-    env, own = configured_dirs(settings), load_folders(settings.profile_dir)
-    counts = indexed_counts(settings)
-    if not env and not own:
+    # Told apart by real path, as the index reads them: a folder named by KNOWLEDGE_DIRS
+    # and again (another spelling, a link) by the profile is one folder, listed once.
+    from_env = {real_root(folder) for folder in configured_dirs(settings)}
+    folders, counts = all_folders(settings), indexed_counts(settings)
+    if not folders:
         print("no knowledge folder; add one with: seelen knowledge add PATH")
-    for folder in dict.fromkeys([*env, *own]):
-        where = "KNOWLEDGE_DIRS" if folder in env else "profile"
+    for folder in folders:
+        where = "KNOWLEDGE_DIRS" if real_root(folder) in from_env else "profile"
         count = counts.get(folder)
         state = "missing" if count is None else f"{counted(count, 'note')} indexed"
         print(f"{folder}  ({where}, {state})")
@@ -122,14 +134,18 @@ def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @knowledge_app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="what to look for")],
-    tokens: Annotated[int, typer.Option(help="token budget of the answer", min=1)] = 2000,
+    tokens: Annotated[
+        int, typer.Option(help="token budget of the answer", min=1, metavar="N")
+    ] = 2000,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
     """Bring the index up to date, then print the passages that best match QUERY."""
+    from rich.console import Console
+
+    from seelen.chat.render import render_passages
     from seelen.config import prepare_profile_dir
     from seelen.knowledge.folders import open_knowledge
-    from seelen.memory.context import one_line
 
     if not query.strip():
         raise typer.BadParameter("give the words to look for", param_hint="QUERY")
@@ -143,9 +159,7 @@ def search(
         knowledge.catch_up()
         say_skipped(knowledge)
         passages = knowledge.search(query, tokens)
-        for passage in passages:
-            print(f"{passage.score:7.2f}  {passage.label()}")
-            print("         " + one_line(passage.text, 200))
+        render_passages(Console(highlight=False), passages)
         if not passages:
             print("Nothing found.")
     finally:

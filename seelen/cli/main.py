@@ -162,7 +162,9 @@ def ask(
             "error (null, or the line said on stderr) and, on a failure, saved",
         ),
     ] = False,
-    ephemeral: Annotated[bool, typer.Option(help="do not keep this exchange")] = False,
+    ephemeral: Annotated[
+        bool, typer.Option("--ephemeral", help="keep nothing of this exchange")
+    ] = False,
     profile: ProfileOpt = None,
     model: ModelOpt = None,
     data_dir: DataOpt = None,
@@ -171,6 +173,11 @@ def ask(
 
     The question goes to the profile's warm background process, started if needed
     (SEELEN_OWNER=false answers in this process instead).
+
+    \b
+    Examples:
+      seelen ask "what did I say about my sister's move?"
+      seelen ask --json --ephemeral "which day is it?"
     """
     from seelen.cli.answer import AnswerPrinter
 
@@ -213,15 +220,19 @@ def _answer(
         return printer.finish(final)
     from seelen.cli.oneshot import answer_once  # no owner could answer: answer in this process
 
-    return run(
-        _with_app(
-            settings,
-            lambda a: answer_once(a, text, printer, ephemeral=ephemeral),
-            role="ask",
-            quiet=as_json,
-            ephemeral=ephemeral,
+    try:
+        return run(
+            _with_app(
+                settings,
+                lambda a: answer_once(a, text, printer, ephemeral=ephemeral),
+                role="ask",
+                quiet=as_json,
+                ephemeral=ephemeral,
+            )
         )
-    )
+    except KeyboardInterrupt:  # typer would end with 130 and not a word: say what is kept
+        printer.stopped()
+        raise typer.Exit(130) from None
 
 
 @app.command()

@@ -24,7 +24,9 @@ def mcp(
         bool, typer.Option("--http", help="serve streamable HTTP at http://HOST:PORT/mcp")
     ] = False,
     host: Annotated[str, typer.Option(help="with --http: the address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="with --http: the port", min=1, max=65535)] = 7335,
+    port: Annotated[
+        int, typer.Option(help="with --http: the port", min=1, max=65535, metavar="PORT")
+    ] = 7335,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="offer no tool that writes (no remember, forget)")
     ] = False,

@@ -59,7 +59,7 @@ def _memory_command(
 @memory_app.command("search")
 def memory_search(
     query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
-    limit: Annotated[int | None, typer.Option(help="how many turns", min=1)] = None,
+    limit: Annotated[int | None, typer.Option(help="how many turns", min=1, metavar="N")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     batch: Annotated[
@@ -72,6 +72,10 @@ def memory_search(
 
     --json prints the ranking chat uses (with `in_prompt`); --batch reads one query per
     line from stdin and prints one JSON object per line, loading everything once.
+
+    \b
+    Example:
+      seelen memory search "sister Lisbon" --limit 5
     """
     from rich.console import Console
 
@@ -159,7 +163,7 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
 
 @sessions_app.command("list")
 def sessions_list(
-    limit: Annotated[int, typer.Option(help="how many, newest first", min=1)] = 30,
+    limit: Annotated[int, typer.Option(help="how many, newest first", min=1, metavar="N")] = 30,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
@@ -197,7 +201,12 @@ def export(
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """Everything Seelen remembers: persona, profile, sessions, summaries and turns."""
+    """Everything Seelen remembers: persona, profile, sessions, summaries and turns.
+
+    \b
+    Example:
+      seelen export -f markdown -o memory.md
+    """
     from seelen.cli.data import write_export
 
     if fmt not in ("json", "markdown"):
@@ -261,6 +270,11 @@ def import_(
     (--wait waits for that too). No model is called unless --summarize asks for it.
     Importing the same file again adds nothing; a newer export of the same history adds
     only what is new.
+
+    \b
+    Examples:
+      seelen import ~/Downloads/chatgpt-export.zip
+      seelen export -o backup.json && seelen --profile new import backup.json
     """
     from seelen.cli.imports import readable_path, through_owner
     from seelen.memory.imports.source import FORMATS

@@ -41,22 +41,27 @@ def load_folders(profile_dir: Path) -> list[str]:
     return folders
 
 
-def add_folder(profile_dir: Path, folder: str) -> str:
-    """Add a folder (stored as an absolute path) to the profile's list; returns that path."""
+def add_folder(profile_dir: Path, folder: str) -> tuple[str, bool]:
+    """Add a folder (stored as an absolute path) to the profile's list. Returns the path the
+    list holds for it, and whether it was added: a folder the list holds already, however
+    spelt (through a link too), is not added again."""
     path = os.path.abspath(os.path.expanduser(folder))
     if not os.path.isdir(path):
         raise SeelenError(f"knowledge add: {folder} is not a folder")
     folders = load_folders(profile_dir)
-    if path not in folders:
-        _save(profile_dir, [*folders, path])
-    return path
+    same = [f for f in folders if real_root(f) == real_root(path)]
+    if same:
+        return same[0], False
+    _save(profile_dir, [*folders, path])
+    return path, True
 
 
 def remove_folder(profile_dir: Path, folder: str) -> bool:
-    """Remove a folder from the profile's list; False when it was not there."""
+    """Remove a folder from the profile's list, however it is spelt (through a link too);
+    False when it was not there."""
     folders = load_folders(profile_dir)
-    path = os.path.abspath(os.path.expanduser(folder))
-    kept = [f for f in folders if f not in (folder, path)]
+    real = real_root(os.path.abspath(os.path.expanduser(folder)))
+    kept = [f for f in folders if f != folder and real_root(f) != real]
     if len(kept) == len(folders):
         return False
     _save(profile_dir, kept)

@@ -7,7 +7,7 @@ import hmac
 import secrets
 from pathlib import Path
 
-from seelen.files import atomic_write
+from seelen.files import atomic_write, private_dir
 
 TOKEN_FILE = "mcp_token"
 
@@ -29,7 +29,7 @@ class TokenFile:
 
     def rotate(self) -> str:
         """Replace the token with a new random one (256 bits); returns it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)  # the data dir it may create, too: 0700
         token = secrets.token_urlsafe(32)
         atomic_write(self.path, token + "\n")  # born 0600 (mkstemp)
         return token
