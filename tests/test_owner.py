@@ -442,20 +442,25 @@ def test_an_owner_killed_mid_answer_says_the_question_is_saved(
     assert again.returncode == 0 and again.stdout == "answer to and now?\n", again.stderr
 
 
+@pytest.mark.parametrize("python_path", [None, os.pathsep], ids=["plain", "empty-path-entry"])
 def test_a_folder_named_seelen_in_the_working_folder_does_not_stop_the_owner(
-    owner_env: ModelServer, data_dir: Path, tmp_path: Path
+    owner_env: ModelServer, data_dir: Path, tmp_path: Path, python_path: str | None
 ) -> None:
     # ~ holding a clone at ~/seelen, an MCP client started from ~: the installed `seelen`
     # command starts the owner, which must import the installed package, not the folder.
+    # An empty PYTHONPATH entry (`PYTHONPATH=$PYTHONPATH:~/lib` with none before) puts the
+    # working folder itself on the path, before the installed package.
     (tmp_path / "seelen").mkdir()
     (tmp_path / "seelen" / "README.md").write_text("a clone, or anything else")
     command = Path(sys.executable).with_name("seelen")
+    env = None if python_path is None else {**os.environ, "PYTHONPATH": python_path}
     result = subprocess.run(
         [str(command), "ask", "who answers?"],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=tmp_path,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "answer to who answers?\n"
