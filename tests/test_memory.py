@@ -243,6 +243,9 @@ async def test_the_current_session_is_never_recalled(env: ModelServer) -> None:
     await say(app, "what is the secret word? pineapple?")
     result = app.bot.last_recall
     assert result is not None and result.turns == [] and result.summaries == []
+    console = Console(record=True, width=200)
+    render_why(console, app, result)  # /why says why the word just said is not listed
+    assert "this chat's own turns are in the prompt already" in console.export_text()
     await app.aclose()
 
 

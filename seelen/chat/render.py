@@ -207,7 +207,12 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
         f"({result.seconds * 1000:.0f} ms, {result.tokens:,} tokens of past turns)"
     )
     if not result.summaries and not result.passages:
-        console.print("[dim]No past memory matched.[/dim]")
+        # Said so, or a new user reads "nothing matched" right after talking about it as a
+        # fault: this chat's own turns are in the prompt whole, and recall searches the rest.
+        console.print(
+            "[dim]No past memory matched: recall searches earlier sessions; this chat's own "
+            "turns are in the prompt already.[/dim]"
+        )
     for item in result.summaries:
         console.print(
             f"- [bold]summary[/bold] {app.clock.fmt_range(item.start_ms, item.end_ms)} "
