@@ -404,7 +404,6 @@ CHANGES = (
 # Each recall's neighbour share and best sessions as tuned, put back by leave_out.
 _TUNED: dict[int, tuple[float, int, int]] = {}
 _ASKS_ASSISTANT = recall_module.asks_assistant
-_FOR_MEANING = recall_module.for_meaning
 _ZH_DATE = when._ZH_DATE
 
 
@@ -420,8 +419,6 @@ def leave_out(recall: Recall, without: str) -> None:
         vars(recall).pop("_shares", None)
     asks = (lambda question: False) if "lift" in names else _ASKS_ASSISTANT
     recall_module.asks_assistant = asks  # type: ignore[assignment]
-    as_asked = (lambda store, question: question) if "names" in names else _FOR_MEANING
-    recall_module.for_meaning = as_asked  # type: ignore[assignment]
     # Before: "5月2号" named the month alone.
     month = re.compile(r"(十[一二]|[一二三四五六七八九十]|1[0-2]|[1-9])月()")
     when._ZH_DATE = month if "zh-days" in names else _ZH_DATE
@@ -430,6 +427,7 @@ def leave_out(recall: Recall, without: str) -> None:
     recall.near_share = 0.0 if "near" in names else near
     recall.best_sessions = 0 if "inside" in names else best
     recall.whole_sessions = 0 if "whole" in names else whole
+    recall.names = "names" not in names
     recall.supersede = "newer" not in names
     recall.speaker = "speaker" not in names
     changes.PRESENT_TENSE = "tense" not in names

@@ -31,14 +31,14 @@ def for_meaning(store: Store, question: str) -> str:
     """`question` without the names (capitalised words, with a possessive "'s") that at
     least NAME_SHARE of the stored turns hold; the question itself when none is, or when
     nothing else would be left."""
-    names = capitalised(question)
-    common = store.common_words(names, NAME_SHARE) if names else set()
-    return without(question, common)
+    return without(question, common_names(store, question))
 
 
-def capitalised(question: str) -> list[str]:
-    """The capitalised words of `question` but "I" (the names it may hold), sorted."""
-    return sorted({m[0] for m in _NAME.finditer(question)} - {"I"})
+def common_names(store: Store, question: str) -> set[str]:
+    """The names in `question` (capitalised words but "I") that at least NAME_SHARE of the
+    stored turns hold: a transcript's speakers."""
+    names = sorted({m[0] for m in _NAME.finditer(question)} - {"I"})
+    return store.common_words(names, NAME_SHARE) if names else set()
 
 
 def without(question: str, names: Collection[str]) -> str:

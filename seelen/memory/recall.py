@@ -43,7 +43,7 @@ from seelen.memory.fusion import (
 )
 from seelen.memory.inside import BEST_SESSIONS, appended, best_sessions, ran_out
 from seelen.memory.lifts import NEAR_SHARE, answers_lifted, replies_lifted
-from seelen.memory.names import for_meaning
+from seelen.memory.names import common_names, without
 from seelen.memory.passages import PassageFill
 from seelen.memory.reads import TurnReads
 from seelen.memory.recalled import Passage, RecalledItem, RecallResult, summary_item, turn_item
@@ -107,6 +107,7 @@ class Recall:
         self.supersede = True  # a newer similar statement above an older one (changes.py)
         self.best_sessions = BEST_SESSIONS  # 0: no second round in the best sessions
         self.whole_sessions = WHOLE_SESSIONS  # 0: sessions not ranked as wholes (whole.py)
+        self.names = True  # the names most turns hold left out of the embedded question
         self.speaker = True  # the named speaker's turns searched alone (speakers.py)
         self.weights = {**LIST_WEIGHTS, **(weights or {})}
         self._pool: ThreadPoolExecutor | None = None
@@ -207,8 +208,9 @@ class Recall:
         pending: dict[str, Future[Any]] = {}
         vectors = mode in ("hybrid", "vector") and self._vectors_usable()
         # Before the word searches hold the store: the embedding waited 2 ms for them at 100k.
-        meaning = for_meaning(store, query) if vectors else query
-        speaker = named_speaker(store, query) if vectors and self.speaker else None
+        common = common_names(store, query) if vectors else set()  # a transcript's speakers
+        meaning = without(query, common) if self.names else query  # names.py
+        speaker = named_speaker(common) if self.speaker else None
         if mode in ("hybrid", "bm25"):
             pending["s:bm25"] = self._run(
                 store.search_summaries_text, query, n, exclude_session=current_session

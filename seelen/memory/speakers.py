@@ -25,9 +25,8 @@ MRR .594, single-hop .950, session R@5 .863 (measured as a check, not chosen by 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
-
-from seelen.memory.names import NAME_SHARE, capitalised
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,11 +40,9 @@ if TYPE_CHECKING:
 SPEAKER_DEPTH = 4
 
 
-def named_speaker(store: Store, question: str) -> str | None:
-    """The one name in `question` that at least NAME_SHARE of the stored turns hold; None
-    when it names none such, or more than one."""
-    names = capitalised(question)
-    common = store.common_words(names, NAME_SHARE) if names else set()
+def named_speaker(common: Collection[str]) -> str | None:
+    """The speaker a question names, of its names most turns hold (names.common_names): the
+    one there is; None when there are none, or more than one."""
     return next(iter(common)) if len(common) == 1 else None
 
 
