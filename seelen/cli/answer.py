@@ -69,7 +69,7 @@ class AnswerPrinter:
             self.saved = not self.ephemeral
             return
         if not isinstance(event, (events.TextDelta, events.Notice, events.KnowledgeUsed)):
-            return  # Saved, Recalled, ToolStarted: nothing to print
+            return  # Recalled, ToolStarted: nothing to print
         self._done_thinking()
         self.worded = self.worded or isinstance(event, events.TextDelta)
         if isinstance(event, events.TextDelta) and self.stream:

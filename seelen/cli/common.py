@@ -112,11 +112,10 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
     """
     from seelen.runtime import open_reader, open_writer
 
-    if writer is not None:
-        refuse_beside_chat(settings, f"close it, then run `seelen {writer}` again")
     if writer is None:
         app = open_reader(settings)
     else:
+        refuse_beside_chat(settings, f"close it, then run `seelen {writer}` again")
         app = run(
             open_writer(
                 settings,
