@@ -56,11 +56,8 @@ class _Rewrite:
     def __init__(self, graph: GraphProto) -> None:
         self.graph = graph
         self.weights = {i.name: i for i in graph.initializer}
-        self.producer = {out: n for n in graph.node for out in n.output}
-        self.consumers: dict[str, list[NodeProto]] = {}
-        for node in graph.node:
-            for name in node.input:
-                self.consumers.setdefault(name, []).append(node)
+        self.producer = producers(graph)
+        self.consumers = readers(graph)
         self.dropped: set[int] = set()
         self.replaced: dict[int, NodeProto] = {}
         self.renamed: dict[str, str] = {}
@@ -184,6 +181,20 @@ class _Rewrite:
 def _other(inputs: Iterable[str], known: str) -> str:
     rest = [name for name in inputs if name != known]
     return rest[0] if len(rest) == 1 else ""
+
+
+def producers(graph: GraphProto) -> dict[str, NodeProto]:
+    """The node that makes each name of `graph`."""
+    return {out: node for node in graph.node for out in node.output}
+
+
+def readers(graph: GraphProto) -> dict[str, list[NodeProto]]:
+    """The nodes that read each name of `graph`, in graph order."""
+    read_by: dict[str, list[NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            read_by.setdefault(name, []).append(node)
+    return read_by
 
 
 def live_nodes(nodes: list[NodeProto], outputs: set[str]) -> list[NodeProto]:

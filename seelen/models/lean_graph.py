@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from seelen.models.int8_graph import CONTRIB, live_nodes
+from seelen.models.int8_graph import CONTRIB, live_nodes, producers, readers
 
 if TYPE_CHECKING:
     from onnx import GraphProto, NodeProto
@@ -62,10 +62,6 @@ def lean(graph: GraphProto) -> int:
     return before - len(graph.node)
 
 
-def _producers(graph: GraphProto) -> dict[str, NodeProto]:
-    return {out: node for node in graph.node for out in node.output}
-
-
 def _perm(node: NodeProto) -> list[int]:
     from onnx import helper
 
@@ -79,7 +75,7 @@ def _one_key_transpose(graph: GraphProto) -> None:
     length), as the chain does, in one copy."""
     from onnx import helper
 
-    made = _producers(graph)
+    made = producers(graph)
     swaps: dict[int, NodeProto] = {}
     for product in graph.node:
         if product.op_type not in ("MatMul", "FusedMatMul") or len(product.input) != 2:
@@ -181,7 +177,7 @@ def _fused(
 def _drop_mask(graph: GraphProto) -> None:
     """Add(scores, mask) before a Softmax → scores, where the mask is computed from the
     attention_mask input and constants only (see the module: a lone text is never padded)."""
-    made = _producers(graph)
+    made = producers(graph)
     masked = _depends_on_only(graph, made)
     renamed: dict[str, str] = {}
     kept = []
@@ -234,7 +230,7 @@ def _heads_in_place(graph: GraphProto) -> None:
     (length, heads, size) views, reading the heads where they lie (`transBatchA`,
     `transBatchB`, `transB`), and Transpose(·, 102): three copies a layer fewer. The views
     leave the batch out: the model then takes one text a run, as `LocalEmbedder` runs it."""
-    made, read_by = _producers(graph), _readers(graph)
+    made, read_by = producers(graph), readers(graph)
     swaps: dict[int, list[NodeProto]] = {}
     shapes: dict[str, NodeProto] = {}
     reshaped: set[str] = set()
@@ -342,14 +338,6 @@ def _set_perm(node: NodeProto, perm: list[int]) -> None:
         if attribute.name == "perm":
             del attribute.ints[:]
             attribute.ints.extend(perm)
-
-
-def _readers(graph: GraphProto) -> dict[str, list[NodeProto]]:
-    read_by: dict[str, list[NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            read_by.setdefault(name, []).append(node)
-    return read_by
 
 
 def _prune(graph: GraphProto) -> None:
