@@ -368,6 +368,8 @@ def test_knowledge_commands_manage_the_profile_list(notes: Path, data_dir: Path)
     assert "piotr-halvorsen.md" in found.stdout
     assert run_cli("knowledge", "remove", str(notes)).returncode == 0
     assert "no knowledge folder" in run_cli("knowledge", "list").stdout
+    # Added again: its notes are in the index already (it said "0 notes indexed").
+    assert run_cli("knowledge", "add", str(notes)).stdout.endswith("49 notes indexed\n")
 
 
 async def test_ask_names_the_notes_it_used_on_stderr(
@@ -429,6 +431,7 @@ def test_a_file_that_is_not_text_is_skipped_and_named(tmp_path: Path, data_dir: 
     head, names = said.split(": ")
     assert head == "skipped 2 files that are not text"
     assert sorted(names.split(", ")) == ["notes/latin1.txt", "notes/photo.md"]
+    assert run_cli("knowledge", "list").stdout.endswith("(profile, 2 notes indexed)\n")
     found = run_cli("knowledge", "search", "猫 咪咪")
     assert "gb.md" in found.stdout and "photo.md" not in found.stdout
 

@@ -53,16 +53,16 @@ def add(path: PathArg, profile: ProfileOpt = None, data_dir: DataOpt = None) -> 
         print(f"already read: {folder}")
         return
     print(f"added {folder}")
-    _index_now(settings)
+    _index_now(settings, folder)
 
 
-def _index_now(settings: Settings) -> None:
+def _index_now(settings: Settings, folder: str) -> None:
     """Index the folders now, counting on stderr (a list or search right after shows them;
     until then the index said "0 notes indexed")."""
     import threading
 
     from seelen.cli.common import stderr_console
-    from seelen.knowledge.folders import open_knowledge
+    from seelen.knowledge.folders import indexed_counts, open_knowledge
 
     knowledge = open_knowledge(settings)
     if knowledge is None:
@@ -80,9 +80,9 @@ def _index_now(settings: Settings) -> None:
     if knowledge.error:
         raise SeelenError(f"knowledge add: {knowledge.error}")
     say_skipped(knowledge)
-    print(
-        f"{counted(knowledge.progress.indexed - len(knowledge.progress.skipped), 'note')} indexed"
-    )
+    # The folder's notes in the index, not those read in this pass: a folder removed and
+    # added again is indexed already, and said "0 notes indexed".
+    print(f"{counted(indexed_counts(settings).get(folder, 0), 'note')} indexed")
 
 
 def say_skipped(knowledge: Knowledge) -> None:

@@ -99,13 +99,14 @@ def open_knowledge(settings: Settings) -> Knowledge | None:
 
 
 def indexed_counts(settings: Settings) -> dict[str, int]:
-    """Notes indexed per folder (by the folder as configured); missing folders are left out."""
+    """Notes indexed per folder (by the folder as configured), files that are not text left
+    out; missing folders are left out."""
     path = settings.profile_dir / INDEX_DIR / "index.db"
     roots: list[str] = []
     if path.exists():  # a count creates no index
         index = NoteIndex(path)
         try:
-            roots = [root for _, _, root in index.signatures().values()]
+            roots = index.roots_of_text_notes()
         finally:
             index.close()
     counts: dict[str, int] = {}

@@ -172,6 +172,16 @@ class NoteIndex:
             rows = self._read.execute("SELECT path, mtime_ns, size, root FROM files").fetchall()
         return {path: (mtime, size, root) for path, mtime, size, root in rows}
 
+    def roots_of_text_notes(self) -> list[str]:
+        """The root of each indexed note that has text: a file that is not text is kept in
+        `files` (so it is not read again) but has no chunks, and is no note of the folder."""
+        with self._rlock:
+            rows = self._read.execute(
+                "SELECT root FROM files"
+                " WHERE EXISTS (SELECT 1 FROM chunks WHERE chunks.path = files.path)"
+            ).fetchall()
+        return [root for (root,) in rows]
+
     def chunk_count(self) -> int:
         """How many chunks are indexed (the N of inverse document frequency)."""
         with self._rlock:
