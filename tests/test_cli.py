@@ -19,9 +19,12 @@ from seelen.store import ARCHIVED
 
 def test_piped_chat_runs_slash_commands(env: ModelServer, data_dir: Path) -> None:
     env.responder = lambda body: Reply(text=f"echo: {asked(body)}")
-    result = run_cli("chat", stdin="hi there\n/bogus\n/save\nafter save\n")
+    result = run_cli("chat", stdin="hi there\n/why\n/bogus\n/save\nafter save\n")
     assert result.returncode == 0, result.stderr
     assert "echo: hi there" in result.stdout
+    # One line in a pipe, however long (it was broken at 80 columns, a space left at the end).
+    why = "No past memory matched: recall searches earlier sessions; this chat's own turns"
+    assert f"{why} are in the prompt already.\n" in result.stdout
     assert "Unknown command /bogus" in result.stdout
     assert "Session archived" in result.stdout
     store = open_store(data_dir)

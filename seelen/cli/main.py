@@ -123,6 +123,9 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     settings = settings_from(profile, model, data_dir)
     check_start(settings)
     console = Console(highlight=False)
+    # In a pipe, a notice is one line however long (Rich broke it at 80 columns and left a
+    # space at each break); lists and tables keep their width.
+    console.soft_wrap = not console.is_terminal
     others = existing_profiles(settings.data_dir)
     if others and settings.profile not in others:  # a new one, or a misspelt name?
         new = f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
