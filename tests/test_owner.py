@@ -212,6 +212,7 @@ def test_a_stale_socket_file_does_not_stop_a_client(owner_env: ModelServer, data
     result = run_cli("ask", "still there?")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "answer to still there?\n"
+    assert _status().answered == 1  # a warm owner took the stale file's place and answered
 
 
 def test_an_ephemeral_ask_through_the_owner_writes_no_session(
