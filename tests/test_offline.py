@@ -148,7 +148,7 @@ async def test_the_next_question_reuses_the_prompt_read_ahead(
     the next prompt begins byte for byte as the last one did before its question; the
     warm-up after an answer has llama.cpp read that beginning, and the next question takes
     it from the cache."""
-    monkeypatch.setenv("MAX_REPLY_TOKENS", "8")  # a few tokens: the prompt is the point
+    monkeypatch.setenv("MAX_REPLY_TOKENS", "2")  # two tokens: the prompt is the point
     monkeypatch.setenv("ENABLE_MCP", "false")
     app = build_app(load_settings())
     prompts: list[list[dict[str, Any]]] = []
