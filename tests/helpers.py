@@ -127,9 +127,14 @@ def run_cli(*args: str, stdin: str | bytes = "", env: dict[str, str] | None = No
 
 
 def _shared(thread: threading.Thread) -> bool:
-    """Threads that are not the command's: a request handler of the tests' model server, and
-    LanceDB's one event loop, which it starts once per process and keeps."""
-    return "process_request_thread" in thread.name or thread.name == "LanceDBBackgroundEventLoop"
+    """Threads that are not the command's: a request handler of the tests' model server,
+    LanceDB's one event loop, which it starts once per process and keeps, and the reaper of a
+    warm owner the command started (it waits, as a daemon, for the owner to end: with a
+    `seelen` process it would end at exit, the owner outliving it; here the test's end ends
+    the owner, `end_owners`, and so the reaper)."""
+    return thread.name in {"LanceDBBackgroundEventLoop", "seelen-owner-reaper"} or (
+        "process_request_thread" in thread.name
+    )
 
 
 def run_seelen(

@@ -2,7 +2,8 @@
 through the chat (persona and profile edits, as `memory forget`), or says at once, in one
 line, what holds the profile and what to do (save, reindex, db restore). None waits.
 
-Real processes: a chat open in another terminal is a process.
+Real processes: a chat open in another terminal is a process. The commands beside it run in
+the test's own process (`run_cli`): a process other than the chat's, as in a second terminal.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from helpers import owner_serves, piped_chat, run_seelen, wait_until
+from helpers import owner_serves, piped_chat, run_cli, wait_until
 from history_exports import chatgpt_export, write_zip
 from model_server import ModelServer
 
@@ -33,11 +34,11 @@ def test_an_edit_goes_through_the_open_chat_whose_next_turn_uses_it(
     """`persona edit` waited for the chat's lock (up to SEELEN_WAIT_SECONDS, then failed)."""
     chat = open_chat(data_dir)
     try:
-        edited = run_seelen("persona", "edit", env={"EDITOR": PIRATE, "VISUAL": ""}, timeout=30)
+        edited = run_cli("persona", "edit", env={"EDITOR": PIRATE, "VISUAL": ""})
         assert edited.returncode == 0, edited.stderr
         assert "waiting for" not in edited.stderr
         assert edited.stdout == "persona_memory.txt: saved (previous version kept in history/)\n"
-        profile = run_seelen("profile", "edit", env={"EDITOR": "sh -c 'echo tea > \"$0\"'"})
+        profile = run_cli("profile", "edit", env={"EDITOR": "sh -c 'echo tea > \"$0\"'"})
         assert profile.returncode == 0, profile.stderr
         out, err = chat.communicate("who are you?\n", timeout=60)
     finally:
@@ -61,7 +62,7 @@ def test_commands_that_need_the_profile_alone_say_so_at_once(
     holder = f"the Seelen chat in another terminal (pid {chat.pid}) has this profile open: "
     wait = {"SEELEN_WAIT_SECONDS": "600"}
     try:
-        assert run_seelen("db", "backup").returncode == 0  # safe while the chat runs
+        assert run_cli("db", "backup").returncode == 0  # safe while the chat runs
         for args, advice in (
             (("save",), "type /save in it (it archives its own session)"),
             (("memory", "reindex"), "close it, then run `seelen memory reindex` again"),
@@ -72,7 +73,7 @@ def test_commands_that_need_the_profile_alone_say_so_at_once(
                 "close it, then run `seelen import --summarize` again",
             ),
         ):
-            result = run_seelen(*args, env=wait, timeout=30)
+            result = run_cli(*args, env=wait)
             assert result.returncode == 1, (args, result.stderr)
             assert result.stderr == f"seelen: {holder}{advice}\n", args
         out, err = chat.communicate("still there?\n", timeout=60)

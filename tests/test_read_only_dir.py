@@ -1,6 +1,6 @@
 """A data directory that cannot be written (a backup mounted read-only): reading needs no write.
 
-The folder's write bits are taken away, and the readers run as real processes: under root,
+The folder's write bits are taken away, and the readers run in a real process: under root,
 without the capability to override file modes (root writes through any mode otherwise).
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from helpers import CliResult, run_cli
 from model_server import ModelServer
 
 PR_CAPBSET_DROP = 24  # prctl(2)
@@ -59,11 +59,28 @@ def read_only_data(env: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Iterato
         shutil.rmtree(top)
 
 
-def _reader(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`seelen ARGS` in a process that cannot write to `data`."""
-    env = {**os.environ, "SEELEN_DATA_DIR": str(data), "HOME": str(data.parent)}
-    return subprocess.run(
-        [sys.executable, "-m", "seelen", *args],
+# The readers, one after the other in one process (each as the `seelen` command runs it,
+# `helpers.run_cli`): what each printed, as JSON.
+_READERS = """
+import json, sys
+from helpers import CliResult, run_cli
+results = [run_cli(*args) for args in json.loads(sys.argv[1])]
+print(json.dumps([[r.returncode, r.stdout, r.stderr] for r in results]))
+"""
+
+
+def _readers(data: Path, *commands: tuple[str, ...]) -> list[CliResult]:
+    """`seelen ARGS` of each of `commands` in a process that cannot write to `data`."""
+    env = {
+        **os.environ,
+        "SEELEN_DATA_DIR": str(data),
+        "HOME": str(data.parent),
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _READERS, json.dumps(commands)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -71,22 +88,27 @@ def _reader(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=data.parent,
         preexec_fn=_without_override if os.geteuid() == 0 else None,
     )
+    assert done.returncode == 0, done.stderr
+    return [CliResult(*result) for result in json.loads(done.stdout)]
 
 
 def test_lists_shows_searches_and_export_work_in_a_read_only_data_dir(
     read_only_data: Path,
 ) -> None:
     before = _tree(read_only_data)
-    listed = _reader(read_only_data, "sessions", "list")
+    listed, found, exported, shown = _readers(
+        read_only_data,
+        ("sessions", "list"),
+        ("memory", "search", "--json", "spare key"),
+        ("export",),
+        ("profile", "show"),
+    )
     assert listed.returncode == 0, listed.stderr
     assert "1 turn" in listed.stdout or "2 turns" in listed.stdout
-    found = _reader(read_only_data, "memory", "search", "--json", "spare key")
     assert found.returncode == 0, found.stderr
     texts = [t["text"] for t in json.loads(found.stdout)["turns"]]
     assert "Where did I leave the spare key? Under the blue flowerpot." in texts
-    exported = _reader(read_only_data, "export")
     assert exported.returncode == 0, exported.stderr
     assert "blue flowerpot" in exported.stdout
-    shown = _reader(read_only_data, "profile", "show")
     assert shown.returncode == 0, shown.stderr
     assert _tree(read_only_data) == before  # nothing written, nothing created
