@@ -185,7 +185,7 @@ def test_an_import_is_searchable_at_once_and_embedded_by_the_owner(
         store = open_store(data_dir)
         found = store.get_turns(i for i, _ in store.search_turns_text("green Gazelle", 1))
         assert [t.text for t in found.values()] == ["My bike is a green Gazelle."]
-        stats = run_seelen("db", "stats")
+        stats = run_cli("db", "stats")  # beside the owner, which is still embedding
         assert "waiting to be indexed" in stats.stdout
         wait_until(lambda: store.count_unindexed() == 0, 60, "the owner embeds the import")
         found = {t["text"]: t for t in search("which bike do I ride")["turns"][:2]}
@@ -204,7 +204,7 @@ def test_an_import_while_a_chat_is_open_goes_through_the_chat_and_its_recall_fin
         chat.stdin.write("hello from the chat\n")
         chat.stdin.flush()
         wait_until(lambda: owner_serves("chat", chat), 60, "the chat never served the profile")
-        result = run_seelen("import", str(export), timeout=60)
+        result = run_cli("import", str(export))  # another terminal's command, to the chat
         assert result.returncode == 0, result.stderr
         assert "waiting for" not in result.stderr
         assert "Imported 5 turns" in result.stderr and "Keyword search finds them" in result.stderr
