@@ -88,12 +88,7 @@ async def _search_json(query: str) -> dict[str, Any]:
 async def test_an_sdk_client_over_stdio_searches_adds_to_and_forgets_from_memory(
     owner_env: ModelServer, data_dir: Path
 ) -> None:
-    # A chat's turn, answered in this process before any owner runs: the owner that
-    # `seelen mcp` starts then serves memory calls only, as for a client's first use.
-    asked = await asyncio.to_thread(
-        run_cli, "ask", "My sister Lena lives in Porto.", env={"SEELEN_OWNER": "false"}
-    )
-    assert asked.returncode == 0, asked.stderr
+    assert run_seelen("ask", "My sister Lena lives in Porto.").returncode == 0
     async with stdio_session() as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert set(tools) == {"search_memory", "remember", "forget", "recent_sessions"} | {
