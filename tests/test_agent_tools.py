@@ -20,6 +20,14 @@ from seelen.errors import ConfigError
 from seelen.protocol.events import Done, ToolFinished, ToolStarted
 from seelen.tools.mcp import McpManager
 
+# A stdio MCP server in plain Python (0.03 s of CPU to start; mcp_server_time, built on the
+# MCP SDK, takes 1.1 s): what these tests show is Seelen's side of any stdio server.
+# tests/test_mcp.py and tests/test_mcp_cache.py run the third-party mcp_server_time.
+TINY = {
+    "command": "python",
+    "args": [str(Path(__file__).resolve().parent / "servers" / "tiny_server.py")],
+}
+
 
 async def open_app() -> App:
     app = build_app(load_settings())
@@ -134,15 +142,7 @@ async def test_stdio_server_from_mcp_servers_json_and_tools_command(
     env: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ENABLE_MCP", "true")
-    config = {
-        "mcpServers": {
-            "time": {
-                "command": "python",
-                "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
-            },
-            "ghost": {"command": "no-such-mcp-command-anywhere"},
-        }
-    }
+    config = {"mcpServers": {"tiny": TINY, "ghost": {"command": "no-such-mcp-command-anywhere"}}}
     (tmp_path / "mcp_servers.json").write_text(json.dumps(config))
     out = io.StringIO()
     with create_pipe_input() as pipe:
@@ -152,7 +152,7 @@ async def test_stdio_server_from_mcp_servers_json_and_tools_command(
         repl.start_mcp()
         await app.mcp.wait_ready(60)
         env.enqueue(
-            Reply(tool_calls=[call("time_get_current_time", {"timezone": "Europe/Berlin"}, "s1")]),
+            Reply(tool_calls=[call("tiny_echo", {"text": "It is noon in Europe/Berlin"}, "s1")]),
             "Done.",
         )
         await repl.handle("what time is it in Berlin?")
@@ -160,10 +160,11 @@ async def test_stdio_server_from_mcp_servers_json_and_tools_command(
         await app.aclose()
     text = out.getvalue()
     assert "MCP server 'ghost' failed" in text and "not found" in text
-    assert "time_get_current_time" in text and "mcp:time" in text
-    assert "time: ready" in text
+    assert "tiny_echo" in text and "mcp:tiny" in text
+    assert "tiny: ready" in text
     tool_message = env.chat_requests()[-1]["messages"][-1]
-    assert tool_message["role"] == "tool" and "Europe/Berlin" in tool_message["content"]
+    assert tool_message["role"] == "tool"
+    assert tool_message["content"] == "It is noon in Europe/Berlin"
 
 
 async def test_tools_says_why_there_are_no_mcp_servers(
@@ -254,7 +255,7 @@ async def test_doctor_checks_each_mcp_server(
     monkeypatch.setenv("MCP_INIT_TIMEOUT", "10")
     config = {
         "mcpServers": {
-            "time": {"command": "python", "args": ["-m", "mcp_server_time"]},
+            "tiny": TINY,
             "ghost": {"command": "no-such-mcp-command-anywhere"},
         }
     }
@@ -264,7 +265,7 @@ async def test_doctor_checks_each_mcp_server(
         checks = {c.name: c for c in await mcp_checks(app)}
     finally:
         await app.aclose()
-    assert checks["MCP server time"].detail.startswith("ready (")  # not "time: ready ("
+    assert checks["MCP server tiny"].detail.startswith("ready (")  # not "tiny: ready ("
     assert not checks["MCP server ghost"].ok
     assert checks["MCP server ghost"].detail == (
         "failed — command 'no-such-mcp-command-anywhere' not found"

@@ -103,9 +103,13 @@ def test_a_file_that_is_not_such_an_export_changes_nothing(
 
 
 @pytest.fixture
-def llm_logs(model_server: ModelServer, tmp_path: Path) -> Path:
+def llm_logs(model_server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A logs.db written by simonw/llm itself, talking to the test model server: a one-off
-    prompt with a system prompt, then a two-prompt `llm chat`."""
+    prompt with a system prompt, then a two-prompt `llm chat`.
+
+    llm's own command runs in this process, through click as its `llm` script runs it: two
+    `llm` processes cost 3-4 s of CPU (each imports openai and pydantic anew) for nothing
+    this test looks at; what it reads is the logs.db that llm's code wrote."""
     home = tmp_path / "llm-home"
     home.mkdir()
     (home / "extra-openai-models.yaml").write_text(
@@ -113,21 +117,26 @@ def llm_logs(model_server: ModelServer, tmp_path: Path) -> Path:
         "  api_key_name: fake\n"
     )
     (home / "keys.json").write_text('{"fake": "sk-llm"}')
-    # No plugins: the bundled GGUF's llm plugin needs llama-cpp-python, which is not here.
-    llm_env = {**os.environ, "LLM_USER_PATH": str(home), "LLM_LOAD_PLUGINS": ""}
-    llm = str(Path(sys.executable).parent / "llm")
+    monkeypatch.setenv("LLM_USER_PATH", str(home))
+    # No plugins: the bundled GGUF's llm plugin needs llama-cpp-python, which is not here
+    # (llm reads this when it is first imported).
+    monkeypatch.setenv("LLM_LOAD_PLUGINS", "")
+    from click.testing import CliRunner as ClickRunner
+    from llm.cli import cli as llm
+
     model_server.enqueue("Hello!", "Lisbon is lovely in May.", "Pack light.")
-    run = {"env": llm_env, "check": True, "capture_output": True, "text": True}
-    subprocess.run([llm, "-m", "fake", "hi", "-s", "Be brief."], **run)
-    chat = "I am moving to Lisbon in May\nWhat should I pack?\nquit\n"
-    subprocess.run([llm, "chat", "-m", "fake"], input=chat, **run)
+    runner = ClickRunner()
+    for args, typed in (
+        (["-m", "fake", "hi", "-s", "Be brief."], ""),
+        (["chat", "-m", "fake"], "I am moving to Lisbon in May\nWhat should I pack?\nquit\n"),
+    ):
+        ran = runner.invoke(llm, args, input=typed)
+        assert ran.exit_code == 0, (ran.output, ran.exception)
     return home / "logs.db"
 
 
-def test_llm_logs_import_from_where_llm_keeps_them(
-    llm_logs: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("LLM_USER_PATH", str(llm_logs.parent))
+def test_llm_logs_import_from_where_llm_keeps_them(llm_logs: Path, data_dir: Path) -> None:
+    # LLM_USER_PATH: set by llm_logs, as where llm keeps its logs.
     runner = CliRunner()
     result = runner.invoke(app, ["import", "--from", "llm"])
     assert result.exit_code == 0, result.output
@@ -176,7 +185,7 @@ def test_an_import_is_searchable_at_once_and_embedded_by_the_owner(
         store = open_store(data_dir)
         found = store.get_turns(i for i, _ in store.search_turns_text("green Gazelle", 1))
         assert [t.text for t in found.values()] == ["My bike is a green Gazelle."]
-        stats = run_seelen("db", "stats")
+        stats = run_cli("db", "stats")  # beside the owner, which is still embedding
         assert "waiting to be indexed" in stats.stdout
         wait_until(lambda: store.count_unindexed() == 0, 60, "the owner embeds the import")
         found = {t["text"]: t for t in search("which bike do I ride")["turns"][:2]}
@@ -195,7 +204,7 @@ def test_an_import_while_a_chat_is_open_goes_through_the_chat_and_its_recall_fin
         chat.stdin.write("hello from the chat\n")
         chat.stdin.flush()
         wait_until(lambda: owner_serves("chat", chat), 60, "the chat never served the profile")
-        result = run_seelen("import", str(export), timeout=60)
+        result = run_cli("import", str(export))  # another terminal's command, to the chat
         assert result.returncode == 0, result.stderr
         assert "waiting for" not in result.stderr
         assert "Imported 5 turns" in result.stderr and "Keyword search finds them" in result.stderr

@@ -32,10 +32,16 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
+def llama_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The log file of the module's server: llama.cpp writes it from its start."""
+    return tmp_path_factory.mktemp("local") / "logs" / "llama.log"
+
+
+@pytest.fixture(scope="module")
+def server(llama_log: Path) -> Iterator[LocalServer]:
     """One running server shared by the module: starting one costs about a second."""
     assert MODEL is not None
-    with LocalServer(MODEL, ctx_size=2048) as running:
+    with LocalServer(MODEL, ctx_size=2048, log_file=llama_log) as running:
         yield running
 
 
@@ -103,7 +109,7 @@ async def test_streamed_chat_yields_text(server: LocalServer) -> None:
     stream = await client(server).chat.completions.create(
         model=server.model_name,
         messages=[{"role": "user", "content": "Say hello."}],
-        max_tokens=16,
+        max_tokens=8,  # a few tokens show the stream; each costs the server ~20 ms of CPU
         stream=True,
     )
     text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
@@ -122,7 +128,7 @@ async def test_summary_without_streaming_returns_text(server: LocalServer) -> No
             {"role": "system", "content": "Summarise the conversation in one sentence."},
             {"role": "user", "content": conversation},
         ],
-        max_tokens=48,
+        max_tokens=8,  # text at all is the point, not a whole sentence (48: 0.4-0.9 s of CPU)
         temperature=0,
     )
     assert (reply.choices[0].message.content or "").strip()
@@ -177,12 +183,9 @@ def test_stop_frees_the_port_and_is_silent(capfd: pytest.CaptureFixture[str]) ->
     assert (out, err) == ("", "")
 
 
-def test_log_file_keeps_llama_cpp_logs(tmp_path: Path) -> None:
-    assert MODEL is not None
-    log = tmp_path / "logs" / "llama.log"
-    with LocalServer(MODEL, ctx_size=512, log_file=log):
-        pass
-    assert "model loaded" in log.read_text()
+def test_log_file_keeps_llama_cpp_logs(server: LocalServer, llama_log: Path) -> None:
+    # The module's server was given the log file (a second server would cost a second).
+    assert "model loaded" in llama_log.read_text()
 
 
 def test_missing_model_file_is_a_clear_model_error(tmp_path: Path) -> None:

@@ -45,13 +45,16 @@ LONG = httpx2.Timeout(30, read=120)  # the installed command
 
 
 @asynccontextmanager
-async def stdio_session(*args: str, name: str = "test-client") -> AsyncIterator[ClientSession]:
-    """The official SDK's client, talking to `seelen mcp ARGS` over stdio."""
+async def stdio_session(
+    *args: str, name: str = "test-client", errlog: Path | None = None
+) -> AsyncIterator[ClientSession]:
+    """The official SDK's client, talking to `seelen mcp ARGS` over stdio (its stderr to
+    `errlog`, or nowhere)."""
     params = StdioServerParameters(command=SEELEN, args=["mcp", *args], env=dict(os.environ))
     info = Implementation(name=name, version="1.0")
-    with open(os.devnull, "w") as quiet:
+    with open(errlog or os.devnull, "w") as stderr:
         async with (
-            stdio_client(params, errlog=quiet) as (read, write),
+            stdio_client(params, errlog=stderr) as (read, write),
             ClientSession(read, write, client_info=info) as session,
         ):
             await session.initialize()
@@ -404,25 +407,23 @@ async def test_clients_see_what_each_tool_may_do_and_unknown_prompts_are_bad_par
 
 
 async def test_a_client_without_seelen_data_dir_is_told_which_memory_it_gets(
-    owner_env: ModelServer, data_dir: Path
+    owner_env: ModelServer, data_dir: Path, tmp_path: Path
 ) -> None:
-    process = await asyncio.to_thread(
-        subprocess.run, [SEELEN, "mcp"], stdin=subprocess.DEVNULL, capture_output=True, text=True
-    )
-    lines = [line for line in process.stderr.splitlines() if str(data_dir) in line]
-    assert len(lines) == 1 and "new and empty" in lines[0]
-    async with stdio_session() as session:
+    stderr = tmp_path / "mcp-stderr.txt"
+    async with stdio_session(errlog=stderr) as session:
         info = await session.call_tool("get_profile", {})
         assert not info.is_error
         said = info.content[0].text
         assert str(data_dir) in said and "new and empty" in said
         assert info.structured_content["data_dir"] == str(data_dir)
         assert info.structured_content["name"] == "default"
-    # Once it holds something, it says how much instead.
-    assert run_seelen("ask", "My cat is called Miso.").returncode == 0
-    async with stdio_session() as session:
+        # Once it holds something, it says how much instead.
+        await call(session, "remember", text="My cat is called Miso.")
         said = (await session.call_tool("get_profile", {})).content[0].text
-        assert "new and empty" not in said and "2 turns" in said
+        assert "new and empty" not in said and "(1 session, 1 turn)" in said
+    # And at its start it said so once on stderr, where a client's log keeps it.
+    lines = [line for line in stderr.read_text().splitlines() if str(data_dir) in line]
+    assert len(lines) == 1 and "new and empty" in lines[0]
 
 
 async def test_the_server_instructions_name_the_memory_served(
@@ -489,8 +490,16 @@ def test_the_stdio_server_speaks_json_rpc_and_says_what_it_cannot_do(
             {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "nope"}},
             {"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "x://y"}},
             {"jsonrpc": "2.0", "id": 6, "method": "tools/list"},
+            # An unknown revision gets the newest one it speaks (each `initialize` is
+            # answered on its own: one process shows it).
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "initialize",
+                "params": {**init, "protocolVersion": "2099-01-01"},
+            },
         ],
-        count=7,
+        count=8,
     )
     by_id = {a["id"]: a for a in answers}
     assert by_id[1]["result"]["protocolVersion"] == "2025-06-18"
@@ -505,16 +514,4 @@ def test_the_stdio_server_speaks_json_rpc_and_says_what_it_cannot_do(
         "data": {"uri": "x://y"},
     }
     assert {t["name"] for t in by_id[6]["result"]["tools"]} >= {"search_memory", "remember"}
-    # An unknown revision gets the newest one it speaks.
-    newer = _rpc(
-        [
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {**init, "protocolVersion": "2099-01-01"},
-            }
-        ],
-        count=1,
-    )
-    assert newer[0]["result"]["protocolVersion"] == "2025-11-25"
+    assert by_id[7]["result"]["protocolVersion"] == "2025-11-25"
