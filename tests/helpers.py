@@ -21,11 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
 import numpy as np
-import typer
 from model_server import Reply
-from typer.main import get_command as typer_get_command
 
 from seelen.client.connect import owner_status
 from seelen.client.procs import children, gone
@@ -140,13 +137,16 @@ def _command_tree_built_once() -> Iterator[None]:
     Seelen's (measured at load 5), in each of the suite's hundreds of `run_cli` calls. The
     tree is the same each time (every command is registered at import and no test changes
     them; click makes a new context per call), so this test process builds it once."""
-    with unittest.mock.patch.object(typer.main, "get_command", _command_tree):
+    import typer.main
+
+    build = typer.main.get_command  # typer's own: the patch ends with each call
+    with unittest.mock.patch.object(typer.main, "get_command", lambda app: _tree(app, build)):
         yield
 
 
 @functools.cache
-def _command_tree(app: typer.Typer) -> click.Command:
-    return typer_get_command(app)
+def _tree(app: Any, build: Callable[[Any], Any]) -> Any:  # a typer.Typer's click.Command
+    return build(app)
 
 
 def _shared(thread: threading.Thread) -> bool:
