@@ -51,9 +51,10 @@ def by_lancedb(path: Path) -> VectorIndex:
     return VectorIndex(path, "m", DIM, held_rows=0, graph_rows=None, read_only=True)
 
 
-def fill(index: VectorIndex, matrix: np.ndarray, prefix: str = "t") -> None:
-    for start in range(0, len(matrix), 25):
-        index.add("turns", rows(matrix[start : start + 25], prefix, start))
+def fill(index: VectorIndex, matrix: np.ndarray, prefix: str = "t", start: int = 0) -> None:
+    """Add the rows of `matrix` from `start` on, 25 at a time."""
+    for at in range(start, len(matrix), 25):
+        index.add("turns", rows(matrix[at : at + 25], prefix, at))
 
 
 @pytest.fixture(scope="module")
@@ -105,13 +106,12 @@ def forgotten_stay_gone(
             same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
 
 
-def test_searches_through_the_graph_match_lancedbs(tmp_path: Path) -> None:
+def test_searches_through_the_graph_match_lancedbs(filled) -> None:  # type: ignore[no-untyped-def]
     """Whole-table searches (with a session left out) and searches inside sessions return
     the rows and scores LanceDB's own search returns, and the graph answered them."""
-    path = tmp_path / "lancedb"
+    path, matrix = filled("graph"), vectors(420)  # its first 300 rows: vectors(300)
     index = writer(path)
-    matrix = vectors(420)
-    fill(index, matrix)
+    fill(index, matrix, start=300)  # two moves that grow the graph
     assert index._tables["turns"].count_rows() == 400  # 20 rows still in the recent table
     lancedb = by_lancedb(path)
     for seed in range(8):
