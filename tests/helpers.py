@@ -235,14 +235,16 @@ def owners_of(data_dir: Path) -> list[int]:
     `data_dir`, found by the data dir their client gave them."""
     wanted = f"SEELEN_DATA_DIR={data_dir.absolute()}".encode()
     found = []
-    for entry in Path("/proc").iterdir():
+    # Plain os calls, no Path objects: every test's teardown scans every process (1.9 ->
+    # 1.2 ms of CPU for 84 processes).
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if (
-                entry.name.isdigit()
-                and b"seelen.owner" in (entry / "cmdline").read_bytes()
-                and wanted in (entry / "environ").read_bytes().split(b"\0")
-            ):
-                found.append(int(entry.name))
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"seelen.owner" not in cmdline.read():
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if wanted in environ.read().split(b"\0"):
+                    found.append(int(pid))
         except OSError:
             continue  # ended meanwhile
     return found
