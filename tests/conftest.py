@@ -64,6 +64,20 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     end_owners(directory)
 
 
+@pytest.fixture(scope="session")
+def prepared_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled embedding model as `onnx_session.prepare` keeps it, prepared once for the
+    session (1.1 s of CPU) in a folder that held an older prepared copy: test_embed and
+    test_lean_graph check it. Shared: read it; a test that loads or damages a prepared
+    copy of its own copies it first."""
+    from seelen.models import embed, onnx_session
+
+    folder = tmp_path_factory.mktemp("prepared")
+    model = embed.default_model_path()
+    (folder / f"{model.stem}.0123456789abcdef.onnx").write_bytes(b"an older onnxruntime's")
+    return onnx_session.prepare(model, folder)
+
+
 @pytest.fixture
 def env(model_server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> ModelServer:
     """Environment pointing Seelen at the test model server; returns the server."""
