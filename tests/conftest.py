@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-# The `model_server` fixture: a real HTTP server speaking the OpenAI protocol.
-pytest_plugins = ["model_server"]
-
 
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
@@ -62,6 +59,16 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield directory
     os.umask(umask)
     end_owners(directory)
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """A real HTTP server speaking the OpenAI protocol (tests/model_server.py), closed after
+    the test."""
+    from model_server import ModelServer
+
+    with ModelServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ client can talk to it.  In the spirit of simonw/llm's ``MockModel.enqueue([...])
         server.enqueue("Hello there", Reply(tool_calls=[{"name": "f", "arguments": {}}]))
         client = openai.OpenAI(base_url=server.url, api_key="test-key", max_retries=0)
 
-Standard library only (plus pytest for the fixture).
+Standard library only: a process a test starts imports it (through tests/helpers.py) without
+pytest. The `model_server` fixture is in conftest.py.
 """
 
 from __future__ import annotations
@@ -25,12 +26,10 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-import pytest
 
 MODEL_ID = "test-model"
 EMBEDDING_DIM = 16
@@ -553,10 +552,3 @@ def _make_handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
 
 def _model_card() -> dict:
     return {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "seelen-tests"}
-
-
-@pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    """A running :class:`ModelServer`, closed after the test."""
-    with ModelServer() as server:
-        yield server
