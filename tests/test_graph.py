@@ -369,8 +369,8 @@ def test_a_large_graph_is_walked_and_finds_the_nearest_rows(tmp_path: Path) -> N
     path = tmp_path / "lancedb"
     index = writer(path, recent_rows=600)
     matrix = vectors(EXACT_NODES + 500)
-    with index.bulk():
-        fill(index, matrix)
+    with index.bulk():  # one add, as an import's: the graph is built at the bulk's end
+        index.add("turns", rows(matrix))
     graph = index._graphs.current("turns", index._tables["turns"].version)
     assert graph is not None and len(graph.index) > EXACT_NODES
     reached = []
