@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-# The `model_server` fixture: a real HTTP server speaking the OpenAI protocol.
-pytest_plugins = ["model_server"]
-
 
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
@@ -62,6 +59,30 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield directory
     os.umask(umask)
     end_owners(directory)
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """A real HTTP server speaking the OpenAI protocol (tests/model_server.py), closed after
+    the test."""
+    from model_server import ModelServer
+
+    with ModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def prepared_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled embedding model as `onnx_session.prepare` keeps it, prepared once for the
+    session (1.1 s of CPU) in a folder that held an older prepared copy: test_embed and
+    test_lean_graph check it. Shared: read it; a test that loads or damages a prepared
+    copy of its own copies it first."""
+    from seelen.models import embed, onnx_session
+
+    folder = tmp_path_factory.mktemp("prepared")
+    model = embed.default_model_path()
+    (folder / f"{model.stem}.0123456789abcdef.onnx").write_bytes(b"an older onnxruntime's")
+    return onnx_session.prepare(model, folder)
 
 
 @pytest.fixture

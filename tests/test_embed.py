@@ -629,15 +629,22 @@ REFERENCE_CAT_VECTOR = [
 
 
 def test_a_prepared_model_loads_without_rewriting_and_gives_the_same_vectors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prepared_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`prepare` keeps the rewritten, optimized model (install.sh runs it); a load uses it,
     with the same vectors, and passes a damaged copy over for the model file itself."""
+    import shutil
     import stat
 
     from seelen.models import onnx_session
 
     model = embed.default_model_path()
+    # Where `prepare` ran (conftest.py), an older prepared copy was: it is gone, and no
+    # partial file is left.
+    prepared_in = prepared_model.parent
+    assert prepared_model == onnx_session.ready_file(model, prepared_in)
+    assert [p.name for p in prepared_in.iterdir()] == [prepared_model.name]
+    assert stat.S_IMODE(prepared_model.stat().st_mode) == 0o600
     loaded: list[Path] = []
     real = onnx_session._session
 
@@ -647,11 +654,7 @@ def test_a_prepared_model_loads_without_rewriting_and_gives_the_same_vectors(
 
     monkeypatch.setattr(onnx_session, "_session", session)
     plain = onnx_session.load_session(model, ready_in=tmp_path)  # nothing prepared yet
-    (tmp_path / f"{model.stem}.0123456789abcdef.onnx").write_bytes(b"an older onnxruntime's")
-    ready = onnx_session.prepare(model, tmp_path)
-    assert ready == onnx_session.ready_file(model, tmp_path)
-    assert [p.name for p in tmp_path.iterdir()] == [ready.name]  # no partial or older file
-    assert stat.S_IMODE(ready.stat().st_mode) == 0o600
+    ready = Path(shutil.copy2(prepared_model, tmp_path))  # this test's own, to damage
     loaded.clear()
     fast = onnx_session.load_session(model, ready_in=tmp_path)
     assert loaded == [ready]

@@ -3,6 +3,7 @@ LanceDB tables and usearch files in a temporary folder, with the thresholds lowe
 
 from __future__ import annotations
 
+import shutil
 import stat
 import threading
 from pathlib import Path
@@ -50,9 +51,34 @@ def by_lancedb(path: Path) -> VectorIndex:
     return VectorIndex(path, "m", DIM, held_rows=0, graph_rows=None, read_only=True)
 
 
-def fill(index: VectorIndex, matrix: np.ndarray, prefix: str = "t") -> None:
-    for start in range(0, len(matrix), 25):
-        index.add("turns", rows(matrix[start : start + 25], prefix, start))
+def fill(index: VectorIndex, matrix: np.ndarray, prefix: str = "t", start: int = 0) -> None:
+    """Add the rows of `matrix` from `start` on, 25 at a time."""
+    for at in range(start, len(matrix), 25):
+        index.add("turns", rows(matrix[at : at + 25], prefix, at))
+
+
+@pytest.fixture(scope="module")
+def filled_folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Index folders of `vectors(300)` filled once for the module (25 rows an add, a move
+    every 50, as an indexer writes them), which each test copies before it opens and changes
+    its copy (`filled`): "graph", by a `writer` that keeps the table's graph current;
+    "no graph", by one that keeps none (a profile from before graphs)."""
+    folders = {"graph": {}, "no graph": {"graph_rows": None}}
+    made = {}
+    for name, options in folders.items():
+        made[name] = tmp_path_factory.mktemp("filled") / "lancedb"
+        fill(writer(made[name], **options), vectors(300))
+    return made
+
+
+@pytest.fixture
+def filled(filled_folders: dict[str, Path], tmp_path: Path):  # type: ignore[no-untyped-def]
+    """`filled(name)`: a copy of the module's filled folder `name`, this test's own."""
+
+    def copy(name: str) -> Path:
+        return Path(shutil.copytree(filled_folders[name], tmp_path / "lancedb"))
+
+    return copy
 
 
 def same(mine: list, theirs: list) -> None:  # type: ignore[type-arg]
@@ -80,13 +106,12 @@ def forgotten_stay_gone(
             same(hits, lancedb.search("turns", query, 8, **options))  # type: ignore[arg-type]
 
 
-def test_searches_through_the_graph_match_lancedbs(tmp_path: Path) -> None:
+def test_searches_through_the_graph_match_lancedbs(filled) -> None:  # type: ignore[no-untyped-def]
     """Whole-table searches (with a session left out) and searches inside sessions return
     the rows and scores LanceDB's own search returns, and the graph answered them."""
-    path = tmp_path / "lancedb"
+    path, matrix = filled("graph"), vectors(420)  # its first 300 rows: vectors(300)
     index = writer(path)
-    matrix = vectors(420)
-    fill(index, matrix)
+    fill(index, matrix, start=300)  # two moves that grow the graph
     assert index._tables["turns"].count_rows() == 400  # 20 rows still in the recent table
     lancedb = by_lancedb(path)
     for seed in range(8):
@@ -106,13 +131,11 @@ def test_searches_through_the_graph_match_lancedbs(tmp_path: Path) -> None:
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in files)
 
 
-def test_a_reader_uses_the_current_graph_and_not_a_stale_one(tmp_path: Path) -> None:
+def test_a_reader_uses_the_current_graph_and_not_a_stale_one(filled) -> None:  # type: ignore[no-untyped-def]
     """Another process opening the folder searches the graph while it matches the table's
     version; once the table changed without it (a writer that keeps no graph), the graph is
     not used, and the deleted row is not found."""
-    path = tmp_path / "lancedb"
-    matrix = vectors(300)
-    fill(writer(path), matrix)
+    path, matrix = filled("graph"), vectors(300)
     reader = VectorIndex(path, "m", DIM, held_rows=0, read_only=True)
     assert reader.search("turns", matrix[10], 1)[0].text_id == "t10"
     assert reader._graphs.answered == 1
@@ -123,13 +146,11 @@ def test_a_reader_uses_the_current_graph_and_not_a_stale_one(tmp_path: Path) -> 
     assert late._graphs.answered == 0  # the graph is of an older version: LanceDB answered
 
 
-def test_a_deleted_row_never_comes_back(tmp_path: Path) -> None:
+def test_a_deleted_row_never_comes_back(filled) -> None:  # type: ignore[no-untyped-def]
     """Rows forgotten by id or by session stay gone through the graph: at once, after the
     next move of rows into the table, after a rebuild; a replaced row shows its new vector."""
-    path = tmp_path / "lancedb"
+    path, matrix = filled("graph"), vectors(300)
     index = writer(path)
-    matrix = vectors(300)
-    fill(index, matrix)
     assert index.delete("turns", text_ids=["t7"]) == 1
     assert index.delete("turns", session_id="s3") == len(range(3, 300, SESSIONS))
     index.add("turns", [VectorRow("t8", "s1", 0, -matrix[8])])  # t8 embedded again
@@ -149,14 +170,12 @@ def test_a_deleted_row_never_comes_back(tmp_path: Path) -> None:
     assert index.search("turns", -matrix[8], 1)[0].text_id == "t8"
 
 
-def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(tmp_path: Path) -> None:
+def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(filled) -> None:  # type: ignore[no-untyped-def]
     """A whole build reads a snapshot of the table with no lock held: forgetting (by id, by
     session) and a move of new rows go on meanwhile, and are replayed on the graph before it
     is published for the table's version, so the forgotten rows are never found through it
     and the moved ones are."""
-    path = tmp_path / "lancedb"
-    matrix = vectors(350)
-    fill(writer(path, graph_rows=None), matrix[:300])  # a writer that kept no graph
+    path, matrix = filled("no graph"), vectors(350)  # its first 300 rows: vectors(300)
     index = writer(path)
     keeper, building, go = index._graphs, threading.Event(), threading.Event()
     build = keeper.build
@@ -195,15 +214,13 @@ def test_a_forget_during_a_build_does_not_wait_and_stays_forgotten(tmp_path: Pat
 
 
 def test_a_move_grows_the_graph_off_the_lock_and_a_forget_meanwhile_is_replayed(
-    tmp_path: Path,
+    filled,  # type: ignore[no-untyped-def]
 ) -> None:
     """A move into a table with a current graph makes it due to grow (loaded, added to,
     saved whole): with no lock held, so a forget meanwhile does not wait, and is replayed
     on the grown graph before it is published."""
-    path = tmp_path / "lancedb"
-    matrix = vectors(350)
+    path, matrix = filled("graph"), vectors(350)  # its first 300 rows: vectors(300)
     index = writer(path)
-    fill(index, matrix[:300])
     keeper, building, go = index._graphs, threading.Event(), threading.Event()
     build, replays = keeper.build, []
 
@@ -233,12 +250,10 @@ def test_a_move_grows_the_graph_off_the_lock_and_a_forget_meanwhile_is_replayed(
     assert index.search("turns", matrix[340], 1)[0].text_id == "n340"
 
 
-def test_a_rebuild_asked_during_a_build_throws_it_away_and_builds_again(tmp_path: Path) -> None:
+def test_a_rebuild_asked_during_a_build_throws_it_away_and_builds_again(filled) -> None:  # type: ignore[no-untyped-def]
     """A build overtaken by a rebuild (`rebuild_indices`) is not published; the graph built
     after it is, once: the rows file names one graph file."""
-    path = tmp_path / "lancedb"
-    matrix = vectors(300)
-    fill(writer(path, graph_rows=None), matrix)
+    path, matrix = filled("no graph"), vectors(300)
     index = writer(path)
     keeper, building, go = index._graphs, threading.Event(), threading.Event()
     build, snapshots = keeper.build, []
@@ -268,13 +283,10 @@ def test_a_rebuild_asked_during_a_build_throws_it_away_and_builds_again(tmp_path
 
 
 @pytest.mark.parametrize("damage", ["graph", "rows"])
-def test_a_damaged_graph_is_not_used_and_is_rebuilt(tmp_path: Path, damage: str) -> None:
+def test_a_damaged_graph_is_not_used_and_is_rebuilt(filled, damage: str) -> None:  # type: ignore[no-untyped-def]
     """A graph file or rows file that cannot be read costs speed only: LanceDB answers, and
     the next move of rows into the table builds the graph anew."""
-    path = tmp_path / "lancedb"
-    index = writer(path)
-    matrix = vectors(300)
-    fill(index, matrix)
+    path, matrix = filled("graph"), vectors(300)
     (graph,) = path.glob("turns.graph-*.usearch")
     broken = graph if damage == "graph" else rows_file(path, "turns")
     broken.write_bytes(b"\0garbage" * (broken.stat().st_size // 8))
@@ -357,8 +369,8 @@ def test_a_large_graph_is_walked_and_finds_the_nearest_rows(tmp_path: Path) -> N
     path = tmp_path / "lancedb"
     index = writer(path, recent_rows=600)
     matrix = vectors(EXACT_NODES + 500)
-    with index.bulk():
-        fill(index, matrix)
+    with index.bulk():  # one add, as an import's: the graph is built at the bulk's end
+        index.add("turns", rows(matrix))
     graph = index._graphs.current("turns", index._tables["turns"].version)
     assert graph is not None and len(graph.index) > EXACT_NODES
     reached = []
