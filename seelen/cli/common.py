@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from seelen.config import Settings, load_settings
+from seelen.config import Settings, existing_profiles, load_settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -47,6 +47,19 @@ def settings_from(
         given,
         flags=_FLAG_NAMES,
         warn=lambda line: stderr_console().print(f"seelen: {line}", markup=False, soft_wrap=True),
+    )
+
+
+def new_profile_note(settings: Settings) -> str | None:
+    """The line a command that starts a profile (chat, ask, import) says first when the
+    profile is new beside others: a misspelt `--profile` would otherwise go unnoticed, its
+    words kept in a profile the user never meant to start. None when nothing is to say."""
+    others = existing_profiles(settings.data_dir)
+    if not others or settings.profile in others:
+        return None
+    return (
+        f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
+        f"(the others: {', '.join(others)})"
     )
 
 

@@ -20,7 +20,13 @@ db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memo
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:
-    return settings_from(profile, None, data_dir)  # the flags given before `db` count too
+    """The flags given before `db` count too. A profile that does not exist, beside others,
+    is named as misspelt: no `db` command starts one (a backup or repair of nothing)."""
+    from seelen.runtime import must_exist
+
+    settings = settings_from(profile, None, data_dir)
+    must_exist(settings)
+    return settings
 
 
 def _memory(

@@ -17,6 +17,7 @@ from seelen.cli.common import (
     DataOpt,
     ProfileOpt,
     memory_only,
+    new_profile_note,
     run,
     settings_from,
     stderr_console,
@@ -51,7 +52,10 @@ def _memory_command(
     """
     from rich.console import Console
 
+    from seelen.runtime import must_exist
+
     settings = settings_from(profile, None, data_dir)
+    must_exist(settings)  # a writer too: a misspelt name starts no empty profile
     with memory_only(settings, write) as app:
         return body(app, Console(highlight=False))
 
@@ -132,13 +136,16 @@ def memory_forget(
         raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
     from seelen.cli.data import forget
     from seelen.protocol import calls
+    from seelen.runtime import must_exist
 
     request: calls.Request = (
         calls.ForgetSession(session_id=session)
         if session is not None
         else calls.Forget(text_id=text_id or "")
     )
-    final = forget(settings_from(profile, None, data_dir), request)
+    settings = settings_from(profile, None, data_dir)
+    must_exist(settings)  # the owner it starts would make a misspelt profile
+    final = forget(settings, request)
     what = f"session {session}" if session is not None else final.text_id
     print(f"Forgot {what} ({counted(final.forgotten, 'text')}).")
 
@@ -282,6 +289,9 @@ def import_(
     if fmt is not None and fmt not in FORMATS:
         raise typer.BadParameter(f"use {', '.join(FORMATS)}", param_hint="--from")
     settings = settings_from(profile, None, data_dir)
+    note = new_profile_note(settings)  # `--profile new import` starts one; a typo too
+    if note is not None:
+        stderr_console().print(note, style="yellow", markup=False, soft_wrap=True)
     with readable_path(settings, source, fmt) as path:
         if summarize or not through_owner(settings, path, fmt, wait=wait):
             _import_here(settings, path, fmt, summarize=summarize, ask=not yes)
