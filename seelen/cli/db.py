@@ -49,7 +49,14 @@ def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     for f in findings:
         typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {f.name}: {f.detail}")
     if not all(f.ok for f in findings):
-        typer.echo("Some checks failed: `seelen db repair` fixes what it can.", err=True)
+        damaged = findings[0].name == "SQLite integrity" and not findings[0].ok
+        typer.echo(
+            "The database is damaged: `seelen db restore` puts back the newest backup, keeping "
+            "this one; `seelen db repair` cannot mend it."
+            if damaged
+            else "Some checks failed: `seelen db repair` fixes what it can.",
+            err=True,
+        )
         raise typer.Exit(1)
 
 

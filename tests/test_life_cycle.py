@@ -1,0 +1,42 @@
+"""A profile's memory over months, as a user meets it: a damaged file, forgetting, importing
+a Markdown export by mistake. Each fault is one line that says what to do."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from helpers import open_store, run_cli
+
+
+def _truncated_profile(data_dir: Path) -> Path:
+    """A profile whose chat_sessions.db lost its second half (a disk fault, a bad copy)."""
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    session = store.create_session("archived")
+    store.add_turns(session.session_id, [("user", f"note {n} " * 40, None, n) for n in range(200)])
+    store.close()
+    db = data_dir / "default" / "chat_sessions.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for journal in ("-wal", "-shm"):
+        db.with_name(db.name + journal).unlink(missing_ok=True)
+    with db.open("r+b") as file:
+        file.truncate(db.stat().st_size // 2)
+    return db
+
+
+def test_a_damaged_database_sends_the_user_to_restore_not_round_to_repair(
+    data_dir: Path,
+) -> None:
+    db = _truncated_profile(data_dir)
+    size = db.stat().st_size
+    check = run_cli("db", "check")
+    assert check.returncode == 1 and "FAIL SQLite integrity" in check.stdout
+    assert "`seelen db restore`" in check.stderr and "repair` fixes" not in check.stderr
+    repair = run_cli("db", "repair")
+    assert repair.returncode == 1
+    [line] = repair.stderr.splitlines()
+    assert line.startswith("seelen: ") and "damaged" in line
+    assert "`seelen db restore`" in line and "run `seelen db repair`" not in line
+    assert db.stat().st_size == size  # nothing written to it
