@@ -40,3 +40,28 @@ def test_a_damaged_database_sends_the_user_to_restore_not_round_to_repair(
     assert line.startswith("seelen: ") and "damaged" in line
     assert "`seelen db restore`" in line and "run `seelen db repair`" not in line
     assert db.stat().st_size == size  # nothing written to it
+
+
+def _profile_bytes(data_dir: Path) -> bytes:
+    folder = data_dir / "default"
+    return b"".join(p.read_bytes() for p in folder.glob("chat_sessions.db*") if p.is_file())
+
+
+def test_a_forgotten_text_is_gone_from_the_file_not_only_from_search(data_dir: Path) -> None:
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    kept = store.create_session("archived")
+    store.add_turns(kept.session_id, [("user", f"kept words {n}", None, n) for n in range(50)])
+    store.add_summary(kept.session_id, "about kept words", 0, 50)
+    gone = store.create_session("archived")
+    secret = store.add_turn(gone.session_id, "user", "my locker code is quokka7781")
+    store.add_summary(gone.session_id, "the locker code, quokka7781", 0, 1)
+    store.close()
+    assert b"quokka7781" in _profile_bytes(data_dir)
+    forgot = run_cli("memory", "forget", secret.text_id[:8])
+    assert forgot.returncode == 0, forgot.stderr
+    assert forgot.stdout == f"Forgot {secret.text_id} (1 text).\n"
+    run_cli("memory", "forget", "--session", gone.session_id[:8])  # its summary too
+    assert run_cli("memory", "search", "quokka7781", "--mode", "bm25").stdout.count("kept") == 0
+    assert b"quokka7781" not in _profile_bytes(data_dir)
+    assert "kept words 7" in run_cli("export").stdout  # the rest stays
