@@ -61,7 +61,14 @@ def test_a_forgotten_text_is_gone_from_the_file_not_only_from_search(data_dir: P
     forgot = run_cli("memory", "forget", secret.text_id[:8])
     assert forgot.returncode == 0, forgot.stderr
     assert forgot.stdout == f"Forgot {secret.text_id} (1 text).\n"
-    run_cli("memory", "forget", "--session", gone.session_id[:8])  # its summary too
+    whole = run_cli("memory", "forget", "--session", gone.session_id[:8])  # its summary too
+    assert whole.stdout == f"Forgot session {gone.session_id} (1 text).\n"  # not the prefix
     assert run_cli("memory", "search", "quokka7781", "--mode", "bm25").stdout.count("kept") == 0
     assert b"quokka7781" not in _profile_bytes(data_dir)
     assert "kept words 7" in run_cli("export").stdout  # the rest stays
+
+
+def test_forget_help_says_what_it_keeps() -> None:
+    said = " ".join(run_cli("memory", "forget", "--help").stdout.split())
+    for kept in ("user_profile.txt", "`seelen profile edit`", "Backups", "asks nothing"):
+        assert kept in said

@@ -130,6 +130,11 @@ def memory_forget(
 ) -> None:
     """Delete a memory from SQLite and the vector index for good.
 
+    A turn's words also leave the summaries that quote it word for word. What was learnt
+    from it in other words stays: a summary (forget it too: its id is in `seelen memory
+    search`) and user_profile.txt (`seelen profile edit`). Backups (`seelen db list`) keep
+    everything until newer ones replace them. It asks nothing: check the id first.
+
     It goes through the process that holds the profile, so an open chat can stay open.
     """
     if (text_id is None) == (session is None):
@@ -146,7 +151,7 @@ def memory_forget(
     settings = settings_from(profile, None, data_dir)
     must_exist(settings)  # the owner it starts would make a misspelt profile
     final = forget(settings, request)
-    what = f"session {session}" if session is not None else final.text_id
+    what = f"session {final.text_id}" if session is not None else final.text_id
     print(f"Forgot {what} ({counted(final.forgotten, 'text')}).")
 
 
