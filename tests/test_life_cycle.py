@@ -72,3 +72,11 @@ def test_forget_help_says_what_it_keeps() -> None:
     said = " ".join(run_cli("memory", "forget", "--help").stdout.split())
     for kept in ("user_profile.txt", "`seelen profile edit`", "Backups", "asks nothing"):
         assert kept in said
+
+
+def test_the_help_tells_profiles_the_memories_from_profile_the_file() -> None:
+    said = run_cli("--help").stdout
+    assert "--profile <str>   which memory to use (`seelen profiles` lists them)" in said
+    assert "profiles   List the memories (profiles)" in said
+    about_you = " ".join(run_cli("profile", "--help").stdout.split())
+    assert "Not --profile: that picks a memory." in about_you

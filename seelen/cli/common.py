@@ -18,7 +18,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total) of a long pass
 
-ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
+# A new user meets `--profile` beside `seelen profiles` and `seelen profile` (the file about
+# them): the help says which is which.
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option("--profile", "-p", help="which memory to use (`seelen profiles` lists them)"),
+]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="chat model (CHAT_MODEL)")]
 DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
 

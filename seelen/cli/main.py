@@ -272,7 +272,8 @@ app.add_typer(mcp_app, name="mcp")
 
 @app.command("profiles")
 def profiles(data_dir: DataOpt = None) -> None:
-    """List the profiles in the data dir (--profile NAME uses one; a new name starts one)."""
+    """List the memories (profiles) in the data dir: --profile NAME picks one, a new name
+    starts one."""
     settings = settings_from(None, None, data_dir)
     names = existing_profiles(settings.data_dir)
     if not names:

@@ -35,7 +35,9 @@ T = TypeVar("T")
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
-profile_app = typer.Typer(help="What Seelen knows about you (user_profile.txt).")
+profile_app = typer.Typer(
+    help="What Seelen knows about you (user_profile.txt). Not --profile: that picks a memory."
+)
 
 
 def _memory_command(
