@@ -80,3 +80,17 @@ def test_the_help_tells_profiles_the_memories_from_profile_the_file() -> None:
     assert "profiles   List the memories (profiles)" in said
     about_you = " ".join(run_cli("profile", "--help").stdout.split())
     assert "Not --profile: that picks a memory." in about_you
+
+
+def test_importing_the_markdown_export_or_an_empty_file_says_what_it_is(tmp_path: Path) -> None:
+    markdown = tmp_path / "memory.md"
+    assert run_cli("export", "-f", "markdown", "-o", str(markdown)).returncode == 0
+    for source, stdin, says in (
+        (str(markdown), "", "this is a Markdown export, written for reading"),
+        ("-", markdown.read_text(), "this is a Markdown export, written for reading"),
+        ("-", "\n", "the file is empty: nothing to import"),
+    ):
+        result = run_cli("import", source, stdin=stdin)
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"seelen: import: {says}")
