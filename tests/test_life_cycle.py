@@ -84,6 +84,8 @@ def test_the_help_tells_profiles_the_memories_from_profile_the_file() -> None:
 def test_importing_the_markdown_export_or_an_empty_file_says_what_it_is(tmp_path: Path) -> None:
     markdown = tmp_path / "memory.md"
     assert run_cli("export", "-f", "markdown", "-o", str(markdown)).returncode == 0
+    sections = markdown.read_text().split("## ")  # an empty memory's sections say so
+    assert sections[1:] == ["Persona\n\n(empty)\n\n", "User profile\n\n(empty)\n\n"]
     for source, stdin, says in (
         (str(markdown), "", "this is a Markdown export, written for reading"),
         ("-", markdown.read_text(), "this is a Markdown export, written for reading"),

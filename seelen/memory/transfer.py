@@ -111,7 +111,8 @@ def export_markdown(data: dict[str, Any]) -> str:
 
 
 def _markdown(header: dict[str, Any], sessions: Iterable[dict[str, Any]]) -> Iterator[str]:
-    yield from ["# Seelen memory export", "", "## Persona", "", header["persona"].strip(), ""]
+    persona = header["persona"].strip() or "(empty)"  # as the profile: not a blank section
+    yield from ["# Seelen memory export", "", "## Persona", "", persona, ""]
     yield from ["## User profile", "", header["profile"].strip() or "(empty)", ""]
     for s in sessions:
         yield from [f"## Session {s['session_id'][:12]} ({s['start'][:16]}, {s['status']})", ""]
