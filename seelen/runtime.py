@@ -258,7 +258,7 @@ def must_exist(settings: Settings) -> None:
     if others:
         raise ConfigError(
             f"there is no profile {settings.profile!r} in {settings.data_dir} (its profiles: "
-            f"{', '.join(others)}); a chat or an ask with that name would start it"
+            f"{', '.join(others)}); a chat, an ask or an import with that name would start it"
         )
 
 

@@ -134,8 +134,11 @@ def test_backups_rotate_and_restore_by_name(memory: App) -> None:
     made = [maintenance.backup(profile, keep=2) for _ in range(3)]
     assert maintenance.backups(profile) == made[:0:-1]  # the oldest went
     assert maintenance.find_backup(profile, made[1].name) == made[1]
-    with pytest.raises(Exception, match="there are 2 backups, not 5"):
-        maintenance.find_backup(profile, "5")
+    for which in ("5", "0"):  # "there are 2 backups, not 0" said nothing of where they start
+        with pytest.raises(Exception, match=rf"no backup {which}: .* 1 \(the newest\) to 2"):
+            maintenance.find_backup(profile, which)
+    with pytest.raises(Exception, match="no backup is named 'nonesuch'"):
+        maintenance.find_backup(profile, "nonesuch")
 
 
 def test_a_backup_taken_during_writes_is_consistent(memory: App) -> None:

@@ -198,3 +198,16 @@ def test_an_unreadable_import_source_is_one_clear_error(tmp_path: Path) -> None:
     latin1.write_bytes('{"sessions": [], "x": "caf\xe9"}'.encode("latin-1"))
     with pytest.raises(SeelenError, match="is not UTF-8 text"):
         read_source(str(latin1))
+
+
+def test_an_export_with_a_blank_profile_leaves_the_profiles_own(tmp_path: Path) -> None:
+    """The export of a profile that knew nothing yet wipes no one's profile or persona."""
+    empty_store, empty_files, clock = profile(tmp_path / "empty")
+    blank = json.loads(render_export(empty_store, empty_files, clock, "json"))
+    blank.update(persona="", profile="  \n")
+    store, files, _ = profile(tmp_path / "mine")
+    seed(store, files)
+    persona = files.persona
+    report = import_export(store, files, clock, json.dumps(blank))
+    assert report.files == ()
+    assert (files.profile, files.persona) == ("Allergic to peanuts.\n", persona)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from seelen.config import Settings, load_settings
+from seelen.config import Settings, existing_profiles, load_settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -18,7 +18,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (done, total) of a long pass
 
-ProfileOpt = Annotated[str | None, typer.Option("--profile", "-p", help="memory profile to use")]
+# A new user meets `--profile` beside `seelen profiles` and `seelen profile` (the file about
+# them): the help says which is which.
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option("--profile", "-p", help="which memory to use (`seelen profiles` lists them)"),
+]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="chat model (CHAT_MODEL)")]
 DataOpt = Annotated[str | None, typer.Option("--data-dir", help="data dir (SEELEN_DATA_DIR)")]
 
@@ -47,6 +52,19 @@ def settings_from(
         given,
         flags=_FLAG_NAMES,
         warn=lambda line: stderr_console().print(f"seelen: {line}", markup=False, soft_wrap=True),
+    )
+
+
+def new_profile_note(settings: Settings) -> str | None:
+    """The line a command that starts a profile (chat, ask, import) says first when the
+    profile is new beside others: a misspelt `--profile` would otherwise go unnoticed, its
+    words kept in a profile the user never meant to start. None when nothing is to say."""
+    others = existing_profiles(settings.data_dir)
+    if not others or settings.profile in others:
+        return None
+    return (
+        f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
+        f"(the others: {', '.join(others)})"
     )
 
 

@@ -20,7 +20,13 @@ db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memo
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:
-    return settings_from(profile, None, data_dir)  # the flags given before `db` count too
+    """The flags given before `db` count too. A profile that does not exist, beside others,
+    is named as misspelt: no `db` command starts one (a backup or repair of nothing)."""
+    from seelen.runtime import must_exist
+
+    settings = settings_from(profile, None, data_dir)
+    must_exist(settings)
+    return settings
 
 
 def _memory(
@@ -43,7 +49,14 @@ def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     for f in findings:
         typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {f.name}: {f.detail}")
     if not all(f.ok for f in findings):
-        typer.echo("Some checks failed: `seelen db repair` fixes what it can.", err=True)
+        damaged = findings[0].name == "SQLite integrity" and not findings[0].ok
+        typer.echo(
+            "The database is damaged: `seelen db restore` puts back the newest backup, keeping "
+            "this one; `seelen db repair` cannot mend it."
+            if damaged
+            else "Some checks failed: `seelen db repair` fixes what it can.",
+            err=True,
+        )
         raise typer.Exit(1)
 
 

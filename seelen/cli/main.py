@@ -17,6 +17,7 @@ from seelen.cli.common import (
     DataOpt,
     ModelOpt,
     ProfileOpt,
+    new_profile_note,
     run,
     settings_from,
     stderr_console,
@@ -126,10 +127,9 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
     # In a pipe, a notice is one line however long (Rich broke it at 80 columns and left a
     # space at each break); lists and tables keep their width.
     console.soft_wrap = not console.is_terminal
-    others = existing_profiles(settings.data_dir)
-    if others and settings.profile not in others:  # a new one, or a misspelt name?
-        new = f"{settings.profile!r} is a new profile: nothing is remembered in it yet "
-        console.print(f"{new}(the others: {', '.join(others)})", style="yellow", markup=False)
+    note = new_profile_note(settings)  # a new one, or a misspelt name?
+    if note is not None:
+        console.print(note, style="yellow", markup=False)
     if sys.stdin.isatty():  # the prompt first; the profile opens behind it
         from seelen.models.nearby import NearbyServers, offers_nearby
 
@@ -193,6 +193,9 @@ def ask(
             raise typer.BadParameter("give a question as an argument or on standard input")
         settings = settings_from(profile, model, data_dir)
         check_start(settings)
+        note = new_profile_note(settings)
+        if note is not None:  # on stderr: the answer alone goes to stdout (or its JSON)
+            stderr_console().print(note, style="yellow", markup=False, soft_wrap=True)
         printer.begin()
         code = _answer(settings, text.strip(), printer, as_json=as_json, ephemeral=ephemeral)
     except (SeelenError, typer.BadParameter, OSError) as exc:  # main() says it on stderr
@@ -269,7 +272,8 @@ app.add_typer(mcp_app, name="mcp")
 
 @app.command("profiles")
 def profiles(data_dir: DataOpt = None) -> None:
-    """List the profiles in the data dir (--profile NAME uses one; a new name starts one)."""
+    """List the memories (profiles) in the data dir: --profile NAME picks one, a new name
+    starts one."""
     settings = settings_from(None, None, data_dir)
     names = existing_profiles(settings.data_dir)
     if not names:

@@ -17,6 +17,7 @@ from seelen.cli.common import (
     DataOpt,
     ProfileOpt,
     memory_only,
+    new_profile_note,
     run,
     settings_from,
     stderr_console,
@@ -34,7 +35,9 @@ T = TypeVar("T")
 memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
 sessions_app = typer.Typer(help="List and read past sessions.")
 persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
-profile_app = typer.Typer(help="What Seelen knows about you (user_profile.txt).")
+profile_app = typer.Typer(
+    help="What Seelen knows about you (user_profile.txt). Not --profile: that picks a memory."
+)
 
 
 def _memory_command(
@@ -51,7 +54,10 @@ def _memory_command(
     """
     from rich.console import Console
 
+    from seelen.runtime import must_exist
+
     settings = settings_from(profile, None, data_dir)
+    must_exist(settings)  # a writer too: a misspelt name starts no empty profile
     with memory_only(settings, write) as app:
         return body(app, Console(highlight=False))
 
@@ -126,20 +132,28 @@ def memory_forget(
 ) -> None:
     """Delete a memory from SQLite and the vector index for good.
 
+    A turn's words also leave the summaries that quote it word for word. What was learnt
+    from it in other words stays: a summary (forget it too: its id is in `seelen memory
+    search`) and user_profile.txt (`seelen profile edit`). Backups (`seelen db list`) keep
+    everything until newer ones replace them. It asks nothing: check the id first.
+
     It goes through the process that holds the profile, so an open chat can stay open.
     """
     if (text_id is None) == (session is None):
         raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
     from seelen.cli.data import forget
     from seelen.protocol import calls
+    from seelen.runtime import must_exist
 
     request: calls.Request = (
         calls.ForgetSession(session_id=session)
         if session is not None
         else calls.Forget(text_id=text_id or "")
     )
-    final = forget(settings_from(profile, None, data_dir), request)
-    what = f"session {session}" if session is not None else final.text_id
+    settings = settings_from(profile, None, data_dir)
+    must_exist(settings)  # the owner it starts would make a misspelt profile
+    final = forget(settings, request)
+    what = f"session {final.text_id}" if session is not None else final.text_id
     print(f"Forgot {what} ({counted(final.forgotten, 'text')}).")
 
 
@@ -282,6 +296,9 @@ def import_(
     if fmt is not None and fmt not in FORMATS:
         raise typer.BadParameter(f"use {', '.join(FORMATS)}", param_hint="--from")
     settings = settings_from(profile, None, data_dir)
+    note = new_profile_note(settings)  # `--profile new import` starts one; a typo too
+    if note is not None:
+        stderr_console().print(note, style="yellow", markup=False, soft_wrap=True)
     with readable_path(settings, source, fmt) as path:
         if summarize or not through_owner(settings, path, fmt, wait=wait):
             _import_here(settings, path, fmt, summarize=summarize, ask=not yes)

@@ -283,13 +283,18 @@ def find_backup(profile_dir: Path, which: str | None) -> Path:
         return found[0]
     if which.isdigit():
         if not 1 <= int(which) <= len(found):
-            raise SeelenError(f"restore: there are {counted(len(found), 'backup')}, not {which}")
+            raise SeelenError(
+                f"restore: there is no backup {which}: they are numbered 1 (the newest) to "
+                f"{len(found)} (`seelen db list`)"
+            )
         return found[int(which) - 1]
     matches = [p for p in found if p.name == which] or [
         p for p in found if p.name.startswith(which)
     ]
-    if len(matches) != 1:
-        raise SeelenError(f"restore: {len(matches)} backups match {which!r}")
+    if not matches:
+        raise SeelenError(f"restore: no backup is named {which!r} (`seelen db list`)")
+    if len(matches) > 1:
+        raise SeelenError(f"restore: {which!r} begins {len(matches)} backups' names; give more")
     return matches[0]
 
 

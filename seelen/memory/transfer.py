@@ -111,7 +111,8 @@ def export_markdown(data: dict[str, Any]) -> str:
 
 
 def _markdown(header: dict[str, Any], sessions: Iterable[dict[str, Any]]) -> Iterator[str]:
-    yield from ["# Seelen memory export", "", "## Persona", "", header["persona"].strip(), ""]
+    persona = header["persona"].strip() or "(empty)"  # as the profile: not a blank section
+    yield from ["# Seelen memory export", "", "## Persona", "", persona, ""]
     yield from ["## User profile", "", header["profile"].strip() or "(empty)", ""]
     for s in sessions:
         yield from [f"## Session {s['session_id'][:12]} ({s['start'][:16]}, {s['status']})", ""]
@@ -177,11 +178,13 @@ def import_export(
 ) -> ImportReport:
     """Import an export's JSON text into this profile; calls no model, writes nothing on error.
 
-    The persona and profile in the file (when present) replace the profile's own, whose
-    previous versions are kept in history/. The export's open session (its newest active one)
-    stays open when this profile's own open session is empty, as in a new profile: that empty
-    one goes, and `sessions_in_use` (the caller's, if any) moves to the imported one. Older
-    active sessions in the file were being archived when it was written: they are again.
+    The persona and profile in the file (when present and not blank) replace the profile's
+    own, whose previous versions are kept in history/; a blank one (an export of a profile
+    that knew nothing yet) leaves the profile's own as it is. The export's open session (its
+    newest active one) stays open when this profile's own open session is empty, as in a new
+    profile: that empty one goes, and `sessions_in_use` (the caller's, if any) moves to the
+    imported one. Older active sessions in the file were being archived when it was written:
+    they are again.
     """
     sessions, turns, summaries = parse_export(text, clock)
     data = json.loads(text)  # already checked by parse_export
@@ -207,7 +210,7 @@ def import_export(
     replaced = []
     for key, name in (("persona", PERSONA), ("profile", PROFILE)):
         value = data.get(key)
-        if isinstance(value, str) and files.write(name, value).changed:
+        if isinstance(value, str) and value.strip() and files.write(name, value).changed:
             replaced.append(name)
     return ImportReport(*new, files=tuple(replaced), demoted=demoted)
 

@@ -87,16 +87,17 @@ def forget(app: App, request: calls.Forget) -> Forgotten:
 
 def forget_whole_session(app: App, request: calls.ForgetSession) -> Forgotten:
     """Delete a whole session (its turns, summary and vectors) by id or unique prefix;
-    `text_id` of the result is the session's id as given. The session this process talks
-    in (an open chat's, the owner's) is emptied instead, as /reset does: it stays to talk
-    on in, so the next turn is not written into a session that is gone."""
+    `text_id` of the result is the session's whole id (not the prefix given). The session
+    this process talks in (an open chat's, the owner's) is emptied instead, as /reset does:
+    it stays to talk on in, so the next turn is not written into a session that is gone."""
     prefix = request.session_id.strip()
     session = resolve_session(app, prefix)  # says what is wrong with the id
     if _talks_in(app, session.session_id):
         ids = app.sessions.reset()
         app.forget(ids)  # their vectors go too
-        return Forgotten(text_id=prefix, forgotten=len(ids))
-    return Forgotten(text_id=prefix, forgotten=forget_session(app, session.session_id))
+        return Forgotten(text_id=session.session_id, forgotten=len(ids))
+    whole = session.session_id
+    return Forgotten(text_id=whole, forgotten=forget_session(app, whole))
 
 
 def write_file(app: App, request: calls.WriteFile) -> FileWritten:

@@ -30,6 +30,7 @@ from seelen.store.records import (
     Session,
     Summary,
     Turn,
+    drop_forgotten_words,
     like_prefix,
     new_id,
     now_ms,
@@ -99,6 +100,7 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
+            db.execute("PRAGMA secure_delete=ON")  # a forgotten text's bytes are zeroed
         return db
 
     def _open_read_only(self) -> sqlite3.Connection:
@@ -279,6 +281,7 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
             ]
             for table in ("conversation", "summary", "archive_step", "session"):
                 db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            drop_forgotten_words(db)
         return ids
 
     def clear_session(self, session_id: str) -> list[str]:
@@ -296,6 +299,7 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
                 "folded_count = 0, folded_upto_seq = 0 WHERE session_id = ?",
                 (session_id,),
             )
+            drop_forgotten_words(db)
         return ids
 
     # --- turns ---------------------------------------------------------------------------
@@ -391,4 +395,5 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
             n = db.execute(f"DELETE FROM conversation WHERE text_id IN ({marks})", ids).rowcount
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
             db.executemany(RECOUNT_TURNS, [(sid,) for sid in {r[1] for r in quoted}])
+            drop_forgotten_words(db)
         return n

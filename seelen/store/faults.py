@@ -17,7 +17,12 @@ _EXPLAIN = (
     ("disk i/o error", "cannot read or write {path} (disk I/O error: a full or failing disk?)"),
     ("locked", "{path} is busy: another process holds it; try again"),
     ("not a database", "{path} is not a Seelen memory (not an SQLite database)"),
-    ("malformed", "{path} is damaged ({error}); restore a backup or run `seelen db repair`"),
+    # `db repair` mends the index and orphan rows, never a damaged file: a backup does.
+    (
+        "malformed",
+        "{path} is damaged ({error}); `seelen db restore` puts back the newest backup, "
+        "keeping this one (`seelen db list` shows them)",
+    ),
 )
 
 

@@ -149,7 +149,29 @@ def _items(stream: IO[bytes], where: str) -> Iterator[object]:
     except StreamError as exc:
         if "UTF-8" in str(exc):
             raise HistoryError(f"{where} is not UTF-8 text") from None
-        raise HistoryError(f"not JSON, or cut short ({exc})") from None
+        raise HistoryError(_not_json(exc, _first_bytes(stream))) from None
+
+
+def _first_bytes(stream: IO[bytes]) -> bytes:
+    """The first bytes of `stream`, to say what it is instead of JSON (b"?" if unseekable)."""
+    try:
+        stream.seek(0)
+        return stream.read(64)
+    except (OSError, ValueError):
+        return b"?"
+
+
+def _not_json(exc: Exception, head: bytes) -> str:
+    """The line for a file that is not JSON: an empty one and `export -f markdown`'s file
+    (which a user may well try to import back) are named as such."""
+    if not head.strip():
+        return "the file is empty: nothing to import"
+    if head.lstrip().startswith(b"# Seelen memory export"):
+        return (
+            "this is a Markdown export, written for reading: import the JSON one "
+            "(`seelen export -o memory.json`)"
+        )
+    return f"not JSON, or cut short ({exc})"
 
 
 @contextmanager
@@ -209,7 +231,7 @@ def _recognise(text: str, fmt: str | None) -> Export:
     except RecursionError:
         raise HistoryError("the JSON is nested too deeply to be an export") from None
     except ValueError as exc:
-        raise HistoryError(f"not JSON, or cut short ({exc})") from None
+        raise HistoryError(_not_json(exc, text[:64].encode())) from None
     kind = _kind(data, fmt)
     if fmt is not None and kind != fmt and kind != "empty":
         raise HistoryError(f"this is {NAMES[kind]} export, not {NAMES[fmt]}: use --from {kind}")
