@@ -128,6 +128,9 @@ class NoModel:
         vectors = np.random.default_rng(len(texts)).standard_normal((len(texts), self.dim))
         return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
+    def release(self) -> None:
+        """Nothing is loaded (the indexer frees the model after a long run)."""
+
 
 def import_run(turns: int, pairs: list[tuple[str, str]], embedder: str, no_model: bool) -> None:
     """One import into a fresh data dir, timed phase by phase."""
