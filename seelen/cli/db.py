@@ -39,17 +39,18 @@ def _memory(
 @db_app.command("check")
 def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     """Check SQLite, the vector index against the texts, and the persona and profile files."""
-    from seelen.memory.maintenance import DB_FILE, sqlite_findings
+    from seelen.memory.maintenance import DB_FILE, INTEGRITY, sqlite_findings
     from seelen.memory.maintenance import check as run_check
 
-    findings = sqlite_findings(_settings(profile, data_dir).profile_dir / DB_FILE)
+    settings = _settings(profile, data_dir)
+    findings = sqlite_findings(settings.profile_dir / DB_FILE)
     if all(f.ok for f in findings):  # a damaged database is reported, not opened
-        with _memory(profile, data_dir) as app:
-            findings = run_check(app)
+        with memory_only(settings) as app:
+            findings = run_check(app, findings)  # SQLite's checked once (whole-file reads)
     for f in findings:
         typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {f.name}: {f.detail}")
     if not all(f.ok for f in findings):
-        damaged = findings[0].name == "SQLite integrity" and not findings[0].ok
+        damaged = any(f.name == INTEGRITY and not f.ok for f in findings)
         typer.echo(
             "The database is damaged: `seelen db restore` puts back the newest backup, keeping "
             "this one; `seelen db repair` cannot mend it."
