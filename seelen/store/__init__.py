@@ -281,7 +281,7 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
             ]
             for table in ("conversation", "summary", "archive_step", "session"):
                 db.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-            drop_forgotten_words(db)
+            drop_forgotten_words(db, len(ids))
         return ids
 
     def clear_session(self, session_id: str) -> list[str]:
@@ -299,7 +299,7 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
                 "folded_count = 0, folded_upto_seq = 0 WHERE session_id = ?",
                 (session_id,),
             )
-            drop_forgotten_words(db)
+            drop_forgotten_words(db, len(ids))
         return ids
 
     # --- turns ---------------------------------------------------------------------------
@@ -395,5 +395,5 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
             n = db.execute(f"DELETE FROM conversation WHERE text_id IN ({marks})", ids).rowcount
             n += db.execute(f"DELETE FROM summary WHERE text_id IN ({marks})", ids).rowcount
             db.executemany(RECOUNT_TURNS, [(sid,) for sid in {r[1] for r in quoted}])
-            drop_forgotten_words(db)
+            drop_forgotten_words(db, n)
         return n
