@@ -1,7 +1,8 @@
 """Recall on long, real conversations: LoCoMo (CC BY-NC 4.0), the seven-conversation dev split.
 
-Usage: python bench/bench_locomo.py [--data FILE] [--cli] [--asked-on after|today]
-                                    [--limit 60] [--budget endpoint|bundled] [--dump FILE]
+Usage: python bench/bench_locomo.py [--data FILE] [--cli [--seelen PATH]]
+                                    [--asked-on after|today] [--limit 60]
+                                    [--budget endpoint|bundled] [--dump FILE]
                                     [--only conv-30,conv-41] [--without ...]
 
 What it measures is what was measured from outside: each conversation goes into a fresh data
@@ -12,7 +13,8 @@ is asked through one `seelen memory search --batch --json --limit 60` (`--cli`: 
 commands, `seelen import` then that search), or through the same ranking in-process
 (`seelen.api.Memory`, the default: it builds each profile once and can leave ranking changes
 out with --without, as bench_recall.py does). Both give the same numbers (checked: see the
-docs' recall section).
+docs' recall section). `--cli --seelen PATH` measures another install through the same
+commands: an older commit's venv, for a before and after on one machine.
 
 Per question: R@10 (share of its evidence turns among the first 10 turns ranked), reciprocal
 rank of the first evidence turn, session R@5 (share of its evidence sessions among the first 5
@@ -249,7 +251,7 @@ def run_cli(conv: Conversation, root: Path, options: argparse.Namespace) -> dict
         "EMBEDDING_PROVIDER": options.embedder,
         **BUDGETS[options.budget],
     }
-    command = [sys.executable, "-m", "seelen"]
+    command = [options.seelen] if options.seelen else [sys.executable, "-m", "seelen"]
     if options.asked_on == "after":
         if shutil.which("faketime") is None:
             raise SystemExit("--cli --asked-on after needs faketime (apt-get install faketime)")
@@ -260,7 +262,7 @@ def run_cli(conv: Conversation, root: Path, options: argparse.Namespace) -> dict
     path.write_text(conv.export, "utf-8")
     # --wait: until every text has its vector (by default `import` returns once keyword search
     # finds everything, and a search right after it would be by keywords alone).
-    wait = [*command, "import", "--wait", str(path)]
+    wait = [*command, "import", *waits(command, env), str(path)]
     subprocess.run(wait, env=env, check=True, capture_output=True)
     lines = "".join(q.text + "\n" for q in conv.questions)
     args = ["memory", "search", "--batch", "--json", "--limit", str(options.limit)]
@@ -268,6 +270,12 @@ def run_cli(conv: Conversation, root: Path, options: argparse.Namespace) -> dict
         [*command, *args], env=env, input=lines, text=True, capture_output=True, check=True
     )
     return {"": [json.loads(line) for line in done.stdout.splitlines()]}
+
+
+def waits(command: list[str], env: dict[str, str]) -> list[str]:
+    """`--wait` where `import` has it; an install from before it (--seelen) waited anyway."""
+    done = subprocess.run([*command, "import", "--help"], env=env, capture_output=True, text=True)
+    return ["--wait"] if "--wait" in done.stdout else []
 
 
 # --- scoring -------------------------------------------------------------------------------
@@ -324,6 +332,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", help="the LoCoMo JSON file (a list of conversations)")
     parser.add_argument("--cli", action="store_true", help="through the installed commands")
+    parser.add_argument(
+        "--seelen", help="with --cli: the `seelen` command to measure (another install)"
+    )
     parser.add_argument("--asked-on", default="after", choices=("after", "today"))
     parser.add_argument("--limit", type=int, default=60, help="turns ranked per question")
     parser.add_argument("--budget", default="endpoint", choices=tuple(BUDGETS))
