@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seelen.cli.common import DataOpt, ProfileOpt, memory_only, settings_from
+from seelen.cli.common import DataOpt, ProfileOpt, labelled, memory_only, settings_from
 
 if TYPE_CHECKING:
     from seelen.app import App
@@ -48,7 +48,7 @@ def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         with memory_only(settings) as app:
             findings = run_check(app, findings)  # SQLite's checked once (whole-file reads)
     for f in findings:
-        typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {f.name}: {f.detail}")
+        typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {labelled(f.name, f.detail)}")
     if not all(f.ok for f in findings):
         damaged = any(f.name == INTEGRITY and not f.ok for f in findings)
         typer.echo(
