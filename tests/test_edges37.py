@@ -25,3 +25,14 @@ def test_db_check_names_each_kind_of_vectors_once(data_dir: Path) -> None:
     lines = [line for line in checked.stdout.splitlines() if "vectors of turns" in line]
     assert len(lines) == 1, checked.stdout
     assert "vectors of turns: 0 vectors for 2 texts" in lines[0]  # not "turns: turns: …"
+
+
+def test_db_check_passes_texts_still_waiting_for_their_vectors(data_dir: Path) -> None:
+    """After an import, the background process embeds: `db check` meanwhile is no failure
+    (the doctor says the same), and it sends no one to `db repair`."""
+    stored_profile(data_dir)
+    checked = run_cli("db", "check")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "…    vectors of turns: 0 vectors for 2 texts; 2 waiting to be indexed" in checked.stdout
+    assert "FAIL" not in checked.stdout and "db repair" not in checked.stderr
+    assert "work under way, not a fault" in checked.stderr
