@@ -36,3 +36,23 @@ def test_db_check_passes_texts_still_waiting_for_their_vectors(data_dir: Path) -
     assert "…    vectors of turns: 0 vectors for 2 texts; 2 waiting to be indexed" in checked.stdout
     assert "FAIL" not in checked.stdout and "db repair" not in checked.stderr
     assert "work under way, not a fault" in checked.stderr
+
+
+def test_the_persona_is_shown_from_its_file_alone_when_the_database_is_damaged(
+    data_dir: Path,
+) -> None:
+    """Reading one file opens no memory: a damaged database (what `db restore` is for) does
+    not hide the persona, its history or its path."""
+    stored_profile(data_dir)
+    profile = data_dir / "default"
+    (profile / "persona_memory.txt").write_text("I am Seelen, fond of tea.\n", encoding="utf-8")
+    (profile / "history").mkdir()
+    (profile / "history" / "persona_memory.1000.txt").write_text("I was once terse.")
+    (profile / "chat_sessions.db").write_bytes(b"not a database at all" * 100)
+    shown = run_cli("persona", "show")
+    assert shown.returncode == 0 and shown.stdout == "I am Seelen, fond of tea.\n", shown.stderr
+    history = run_cli("persona", "history")
+    assert history.returncode == 0 and "I was once terse." in history.stdout, history.stderr
+    assert run_cli("persona", "path").stdout.strip() == str(profile / "persona_memory.txt")
+    missing = run_cli("--profile", "defualt", "persona", "show")  # misspelt: named, not empty
+    assert missing.returncode != 0 and "there is no profile 'defualt'" in missing.stderr
