@@ -56,3 +56,26 @@ def test_the_persona_is_shown_from_its_file_alone_when_the_database_is_damaged(
     assert run_cli("persona", "path").stdout.strip() == str(profile / "persona_memory.txt")
     missing = run_cli("--profile", "defualt", "persona", "show")  # misspelt: named, not empty
     assert missing.returncode != 0 and "there is no profile 'defualt'" in missing.stderr
+
+
+def side_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.name.endswith(("-wal", "-shm")))
+
+
+def test_restores_leave_no_sqlite_side_files_and_lose_nothing(data_dir: Path) -> None:
+    """A restore, then a second one, reads backups: no -wal or -shm is left in a backup
+    folder, and the restored file is the live one SQLite expects (WAL), every turn there."""
+    import sqlite3
+
+    stored_profile(data_dir, turns=3)
+    assert run_cli("db", "backup").returncode == 0
+    old_style = run_cli("db", "backup").stdout.strip()  # an older Seelen's backups were WAL
+    sqlite3.connect(Path(old_style) / "chat_sessions.db").execute("PRAGMA journal_mode=WAL").close()
+    for which in ("1", "2", "1"):
+        restored = run_cli("db", "restore", which)
+        assert restored.returncode == 0, restored.stderr
+        assert side_files(data_dir / "default" / "backups") == []
+    live = sqlite3.connect(data_dir / "default" / "chat_sessions.db")
+    assert live.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert live.execute("SELECT count(*) FROM conversation").fetchone()[0] == 3
+    live.close()
