@@ -79,3 +79,16 @@ def test_restores_leave_no_sqlite_side_files_and_lose_nothing(data_dir: Path) ->
     assert live.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert live.execute("SELECT count(*) FROM conversation").fetchone()[0] == 3
     live.close()
+
+
+def test_db_commands_on_a_new_machine_say_there_is_no_memory_yet(data_dir: Path) -> None:
+    """Not "the database is damaged, restore a backup": there is nothing yet, and a repair
+    or an optimize of nothing starts no profile."""
+    for command in ("check", "backup", "optimize", "repair"):
+        result = run_cli("db", command)
+        assert result.returncode == 1, (command, result.stdout)
+        assert "no memory at" in result.stderr and "yet: a chat, an ask or an import" in (
+            result.stderr
+        ), (command, result.stderr)
+        assert "damaged" not in result.stdout + result.stderr
+    assert not data_dir.exists()

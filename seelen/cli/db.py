@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from seelen.cli.common import DataOpt, ProfileOpt, labelled, memory_only, settings_from
+from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
     from seelen.app import App
@@ -20,12 +21,17 @@ db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memo
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:
-    """The flags given before `db` count too. A profile that does not exist, beside others,
-    is named as misspelt: no `db` command starts one (a backup or repair of nothing)."""
+    """The flags given before `db` count too. A profile that does not exist is named (as
+    misspelt, beside others): no `db` command starts one (a backup or repair of nothing),
+    and on a new machine none calls the memory that is not there yet damaged."""
     from seelen.runtime import must_exist
 
     settings = settings_from(profile, None, data_dir)
     must_exist(settings)
+    if not settings.profile_dir.is_dir():
+        raise SeelenError(
+            f"no memory at {settings.profile_dir} yet: a chat, an ask or an import starts it"
+        )
     return settings
 
 
