@@ -92,3 +92,21 @@ def test_db_commands_on_a_new_machine_say_there_is_no_memory_yet(data_dir: Path)
         ), (command, result.stderr)
         assert "damaged" not in result.stdout + result.stderr
     assert not data_dir.exists()
+
+
+def test_a_backup_of_a_damaged_database_is_refused_with_advice(data_dir: Path) -> None:
+    """SQLite opens a file with a damaged page; its copy would have pushed a good backup
+    out (SEELEN_BACKUPS of them are kept). The user is told what to do instead."""
+    stored_profile(data_dir, turns=400)
+    good = run_cli("db", "backup", env={"SEELEN_BACKUPS": "1"}).stdout.strip()
+    db = data_dir / "default" / "chat_sessions.db"
+    data = bytearray(db.read_bytes())
+    data[8192:16384] = b"\xff" * 8192  # pages 3-4 (4 KiB each): the file still opens
+    db.write_bytes(bytes(data))
+    refused = run_cli("db", "backup", env={"SEELEN_BACKUPS": "1"})
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "the database is damaged (" in refused.stderr and "no backup was made" in (
+        refused.stderr
+    )
+    assert "`seelen db restore` puts back the newest backup" in refused.stderr
+    assert [p.name for p in (data_dir / "default" / "backups").iterdir()] == [Path(good).name]
