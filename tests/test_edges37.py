@@ -110,3 +110,18 @@ def test_a_backup_of_a_damaged_database_is_refused_with_advice(data_dir: Path) -
     )
     assert "`seelen db restore` puts back the newest backup" in refused.stderr
     assert [p.name for p in (data_dir / "default" / "backups").iterdir()] == [Path(good).name]
+
+
+def test_a_failed_import_on_a_new_machine_leaves_nothing_behind(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """With the background process on (the default), a file that is not an export, given
+    by path or on standard input, starts no profile, no owner and no data dir."""
+    bad = tmp_path / "notes.json"
+    bad.write_text("not json {", encoding="utf-8")
+    by_path = run_cli("import", str(bad), env={"SEELEN_OWNER": "true"})
+    piped = run_cli("import", "-", stdin="not json {", env={"SEELEN_OWNER": "true"})
+    for result in (by_path, piped):
+        assert result.returncode == 1
+        assert result.stderr.startswith("seelen: import: not JSON"), result.stderr
+    assert not data_dir.exists()

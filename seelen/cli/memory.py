@@ -290,7 +290,7 @@ def import_(
       seelen import ~/Downloads/chatgpt-export.zip
       seelen export -o backup.json && seelen --profile new import backup.json
     """
-    from seelen.cli.imports import readable_path, through_owner
+    from seelen.cli.imports import read, readable_path, through_owner
     from seelen.memory.imports.source import FORMATS
 
     if fmt is not None and fmt not in FORMATS:
@@ -299,7 +299,10 @@ def import_(
     note = new_profile_note(settings)  # `--profile new import` starts one; a typo too
     if note is not None:
         stderr_console().print(note, style="yellow", markup=False, soft_wrap=True)
+    fresh = not settings.profile_dir.is_dir()
     with readable_path(settings, source, fmt) as path:
+        if fresh:  # recognised here first: a file that is not an export starts no profile
+            read(path, fmt)  # (the owner, started for it, would have made one)
         if summarize or not through_owner(settings, path, fmt, wait=wait):
             _import_here(settings, path, fmt, summarize=summarize, ask=not yes)
 
