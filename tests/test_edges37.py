@@ -125,3 +125,24 @@ def test_a_failed_import_on_a_new_machine_leaves_nothing_behind(
         assert result.returncode == 1
         assert result.stderr.startswith("seelen: import: not JSON"), result.stderr
     assert not data_dir.exists()
+
+
+def test_sessions_list_pages_past_its_limit(data_dir: Path) -> None:
+    """Only the newest N were reachable: --offset shows the next page, and a line on
+    stderr (stdout stays the listing) says how to get it."""
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    ids = []
+    for n in range(5):
+        session = store.create_session()
+        store.add_turns(session.session_id, [("user", f"talk {n}", None, 1_000 * (n + 1))])
+        store.mark_archived(session.session_id)
+        ids.append(session.session_id[:12])
+    store.close()
+    first = run_cli("sessions", "list", "--limit", "2")
+    assert [i for i in ids if i in first.stdout] == ids[-2:]  # the two newest
+    assert "seelen sessions list --offset 2 --limit 2" in first.stderr
+    last = run_cli("sessions", "list", "--limit", "2", "--offset", "4")
+    assert [i for i in ids if i in last.stdout] == ids[:1] and last.stderr == ""
+    past = run_cli("sessions", "list", "--offset", "9")
+    assert past.returncode == 0 and "No session past the newest 9." in past.stdout
