@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from helpers import open_store, run_cli
+from model_server import ModelServer, Reply
 
 
 def stored_profile(data_dir: Path, turns: int = 2) -> None:
@@ -146,3 +147,20 @@ def test_sessions_list_pages_past_its_limit(data_dir: Path) -> None:
     assert [i for i in ids if i in last.stdout] == ids[:1] and last.stderr == ""
     past = run_cli("sessions", "list", "--offset", "9")
     assert past.returncode == 0 and "No session past the newest 9." in past.stdout
+
+
+def test_ask_json_has_one_shape_whether_it_answered_or_failed(env: ModelServer) -> None:
+    """A caller parsing `ask --json` found `saved` only in a failure's object: the two were
+    built in two places and had drifted apart."""
+    import json
+
+    env.enqueue("kept", "not kept")
+    answered = json.loads(run_cli("ask", "--json", "hello").stdout)
+    ephemeral = json.loads(run_cli("ask", "--json", "--ephemeral", "hello").stdout)
+    env.responder = lambda body: Reply(status=500)
+    failed = run_cli("ask", "--json", "hello again", env={"MAX_RETRIES": "0"})
+    failure = json.loads(failed.stdout)
+    assert answered.keys() == failure.keys() == ephemeral.keys()
+    assert answered["saved"] is True and answered["error"] is None
+    assert ephemeral["saved"] is False and ephemeral["session_id"] is None
+    assert failure["saved"] is True and failure["reply"] is None
