@@ -164,3 +164,17 @@ def test_ask_json_has_one_shape_whether_it_answered_or_failed(env: ModelServer) 
     assert answered["saved"] is True and answered["error"] is None
     assert ephemeral["saved"] is False and ephemeral["session_id"] is None
     assert failure["saved"] is True and failure["reply"] is None
+
+
+def test_two_local_embedders_in_one_process_share_one_tokenizer() -> None:
+    """`memory search` with texts waiting embeds them as a writer, then searches as a
+    reader: each embedder loaded the tokenizer again (54 ms, 6.4 MiB), as it shares the
+    ONNX session. Their vectors stay those of one embedder."""
+    import numpy as np
+
+    from seelen.models.embed import LocalEmbedder
+
+    first, second = LocalEmbedder(), LocalEmbedder()
+    texts = ["my dog Rex", "ein Hund namens Rex"]
+    assert np.allclose(first.embed(texts), second.embed(texts), atol=1e-6)
+    assert first._load()[1] is second._load()[1]

@@ -179,7 +179,7 @@ class LocalEmbedder:
         them for its whole run, so a release meanwhile never pulls them from under it."""
         with self._lock:
             if self._session is None or self._tokenizer is None:
-                self._tokenizer = _load_tokenizer(self._tokenizer_path)
+                self._tokenizer = shared_tokenizer(self._tokenizer_path)
                 from seelen.models.onnx_session import shared_session
 
                 session = shared_session(self._model_path or default_model_path())
@@ -197,6 +197,24 @@ class LocalEmbedder:
                 return
             self._session = self._tokenizer = None
             forget_session(self._model_path or default_model_path())
+            with _tokenizers_lock:
+                _tokenizers.pop(self._tokenizer_path.resolve(), None)
+
+
+# One tokenizer a file for the process, as one ONNX session (onnx_session.shared_session):
+# a second embedder (`memory search` indexes as a writer, then searches as a reader) loaded
+# it again, 54 ms and 6.4 MiB each (load 5.4). It is read-only after loading.
+_tokenizers: dict[Path, Tokenizer] = {}
+_tokenizers_lock = threading.Lock()
+
+
+def shared_tokenizer(path: Path) -> Tokenizer:
+    """The process's tokenizer for the file at `path`, loaded on first use."""
+    key = path.resolve()
+    with _tokenizers_lock:
+        if key not in _tokenizers:
+            _tokenizers[key] = _load_tokenizer(key)
+        return _tokenizers[key]
 
 
 def _load_tokenizer(path: Path) -> Tokenizer:
