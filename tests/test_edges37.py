@@ -178,3 +178,16 @@ def test_two_local_embedders_in_one_process_share_one_tokenizer() -> None:
     texts = ["my dog Rex", "ein Hund namens Rex"]
     assert np.allclose(first.embed(texts), second.embed(texts), atol=1e-6)
     assert first._load()[1] is second._load()[1]
+
+
+def test_a_misspelt_slash_command_names_the_one_meant() -> None:
+    """ "/memroy cats" said only "Unknown command /memroy. Type /help for the list."."""
+    from seelen.chat.slash import unknown
+
+    assert "did you mean /memory?" in unknown("/memroy")
+    assert "did you mean /help?" in unknown("/hepl")
+    assert "did you mean /reset?" in unknown("/forget")  # what other chat programs call it
+    assert "did you mean /incognito?" in unknown("/INCOGNITO2")
+    nothing_close = unknown("/zebra")
+    assert "/help lists them" in nothing_close and "did you mean" not in nothing_close
+    assert all("↑ brings your line back" in unknown(n) for n in ("/memroy", "/zebra"))

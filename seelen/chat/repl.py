@@ -25,7 +25,7 @@ from rich.text import Text
 from seelen.chat.archiving import ChatArchives
 from seelen.chat.input import keys_unechoed, prompt_session, read_lines
 from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
-from seelen.chat.slash import COMMANDS
+from seelen.chat.slash import COMMANDS, unknown
 from seelen.chat.visible import visible
 from seelen.chat.welcome import WELCOME, model_hints
 from seelen.config import Settings
@@ -322,10 +322,9 @@ class Repl:
             name, _, arg = line.strip().partition(" ")
             cmd = COMMANDS.get(name.lower())
             # Not run: an unknown name, or words after a command taking none ("/reset it")
-            refusal = f"Unknown command {name}." if cmd is None else cmd.refusal(arg)
+            refusal = unknown(name) if cmd is None else cmd.refusal(arg)
             if cmd is None or refusal:
-                hint = " Type /help for the list." if cmd is None else ""
-                self.console.print(Text.assemble((visible(refusal), "yellow"), hint))
+                self.console.print(Text(visible(refusal), "yellow"))
                 return True
             try:
                 return await cmd.handler(self, arg.strip())

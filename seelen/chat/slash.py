@@ -57,6 +57,24 @@ def command(name: str, *aliases: str, help: str, arg: str = "") -> Callable[[Han
     return register
 
 
+# What a newcomer types from other chat programs, and the command here that does it.
+_ELSEWHERE = {"/forget": "/reset", "/clear": "/reset", "/new": "/save", "/search": "/memory"}
+
+
+def unknown(name: str) -> str:
+    """What to say of a command that does not exist: the one meant when the name is close to
+    one (a typo, or another program's name for it), else where the list is. The line stays
+    in the input history (↑), so nothing typed is lost."""
+    import difflib
+
+    meant = _ELSEWHERE.get(name.lower()) or next(
+        iter(difflib.get_close_matches(name.lower(), COMMANDS, n=1, cutoff=0.6)), None
+    )
+    if meant is None:
+        return f"Unknown command {name}: /help lists them (↑ brings your line back)."
+    return f"Unknown command {name}: did you mean {meant}? (↑ brings your line back)"
+
+
 def unique_commands() -> list[SlashCommand]:
     """Each command once, in registration order."""
     return list(dict.fromkeys(COMMANDS.values()))
