@@ -191,3 +191,25 @@ def test_a_misspelt_slash_command_names_the_one_meant() -> None:
     nothing_close = unknown("/zebra")
     assert "/help lists them" in nothing_close and "did you mean" not in nothing_close
     assert all("↑ brings your line back" in unknown(n) for n in ("/memroy", "/zebra"))
+
+
+def test_the_chat_toolbar_leaves_parts_out_whole_in_a_narrow_window() -> None:
+    """At 40 columns the bottom line ended "… 8 turns ·", the rest cut off: now the least
+    needed parts go whole (the key hint, the model, the session), profile and turns stay."""
+    from seelen.chat.input import fitted
+
+    parts = [
+        (" 工作", 0),  # two columns a character
+        ("session c308c21d", 3),
+        ("8 turns", 2),
+        ("test-model", 3),
+        ("", 1),
+        ("Alt-Enter: new line", 4),
+        ("/help", 1),
+    ]
+    wide = " 工作 · session c308c21d · 8 turns · test-model · Alt-Enter: new line · /help"
+    assert fitted(parts, 100) == wide
+    assert fitted(parts, 60) == " 工作 · session c308c21d · 8 turns · test-model · /help"
+    assert fitted(parts, 40) == " 工作 · 8 turns · /help"
+    assert fitted(parts, 14) == " 工作 · /help"
+    assert fitted(parts, 3) == " 工作"  # the profile, whatever the width

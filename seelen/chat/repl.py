@@ -384,16 +384,14 @@ class Repl:
         hidden = lambda: self.incognito is not None  # noqa: E731 (incognito: not on disk)
         return prompt_session(self.settings, self._toolbar, self._pt_input, self._pt_output, hidden)
 
-    def _toolbar(self) -> str:
-        s = self.settings
+    def _toolbar(self) -> list[tuple[str, int]]:
+        """The bottom line's parts and their ranks (`input.fitted` drops the highest first)."""
+        s, hint = self.settings, [("Alt-Enter: new line", 4), ("/help", 1)]
         if self._app is None:
-            return f" {s.profile} · opening your memory… · Alt-Enter: new line · /help"
-        sid = self.app.sessions.current.session_id[:8]
+            return [(f" {s.profile}", 0), ("opening your memory…", 0), *hint]
         indexing = self.app.index.status() if self.app.index is not None else ""
         if self.archiving.running:
             indexing = f"archiving the last session…{' · ' + indexing if indexing else ''}"
-        return (
-            f" {s.profile} · session {sid} · {counted(self._turns, 'turn')} · "
-            f"{self.app.provider.chat_model} · {indexing + ' · ' if indexing else ''}"
-            "Alt-Enter: new line · /help"
-        )
+        sid, model = self.app.sessions.current.session_id[:8], self.app.provider.chat_model
+        parts = (f" {s.profile}", f"session {sid}", counted(self._turns, "turn"), model, indexing)
+        return [*zip(parts, (0, 3, 2, 3, 1), strict=True), *hint]
