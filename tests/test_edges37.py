@@ -213,3 +213,31 @@ def test_the_chat_toolbar_leaves_parts_out_whole_in_a_narrow_window() -> None:
     assert fitted(parts, 40) == " 工作 · 8 turns · /help"
     assert fitted(parts, 14) == " 工作 · /help"
     assert fitted(parts, 3) == " 工作"  # the profile, whatever the width
+
+
+async def test_help_and_tools_keep_their_indent_in_a_narrow_window(env: ModelServer) -> None:
+    """At 40 columns the key hint under /help and each tool of /tools went on at column 0
+    after their first line, among the indented list."""
+    import io
+
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+    from rich.console import Console
+
+    from seelen.app import build_app
+    from seelen.chat.repl import Repl
+    from seelen.config import load_settings
+
+    out = io.StringIO()
+    app = build_app(load_settings())
+    with create_pipe_input() as pipe:
+        repl = Repl(app, Console(file=out, width=40), pt_input=pipe, pt_output=DummyOutput())
+        await repl.start()
+        await repl.handle("/help")
+        await repl.handle("/tools")
+    lines = out.getvalue().splitlines()
+    hint = lines.index(next(line for line in lines if "Alt-Enter" in line))
+    tools = lines.index(next(line for line in lines if "current_time" in line))
+    for line in (*lines[hint : hint + 3], *lines[tools : tools + 3]):
+        assert line.startswith("  "), out.getvalue()
+    await app.aclose()

@@ -119,11 +119,10 @@ async def _help(repl: Repl, arg: str) -> bool:
             grid.add_row(names, cmd.help)
     if not stacked:
         print_unpadded(repl.console, Padding(grid, (0, 0, 0, 2)))
-    print_unpadded(
-        repl.console,
-        "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
-        "start a message with // to send a literal /.[/dim]",
+    keys = (
+        "Alt-Enter (or Esc, Enter) inserts a new line; start a message with // to send a literal /."
     )
+    print_unpadded(repl.console, Padding(Text(keys, "dim"), (0, 0, 0, 2)))  # indented whole
     return True
 
 
@@ -185,7 +184,8 @@ async def _why(repl: Repl, arg: str) -> bool:
 
 @command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
 async def _tools(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import shown
+    from seelen.chat.render import print_unpadded, shown
+    from seelen.chat.visible import visible
     from seelen.memory.context import one_line
 
     app = repl.app
@@ -194,10 +194,10 @@ async def _tools(repl: Repl, arg: str) -> bool:
     if app.tools is not None:
         for spec in app.tools.tools():
             first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
-            repl.console.print(
-                f"  [bold]{shown(spec.name)}[/bold] [dim]({shown(spec.source)})"
-                f"[/dim] {shown(one_line(first, 80))}"
-            )
+            line = Text.assemble(
+                (visible(spec.name), "bold"), (f" ({visible(spec.source)}) ", "dim")
+            ).append(visible(one_line(first, 80)))
+            print_unpadded(repl.console, Padding(line, (0, 0, 0, 2)))  # wrapped lines too
     if app.mcp is None:
         state = (
             "off (ENABLE_MCP=false)"
