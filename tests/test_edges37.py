@@ -4,10 +4,35 @@ nothing behind, listings that page, one JSON shape, one tokenizer."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from helpers import open_store, run_cli
 from model_server import ModelServer, Reply
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from seelen.app import build_app
+from seelen.chat.repl import Repl
+from seelen.config import load_settings
+
+
+@contextlib.asynccontextmanager
+async def chat_at(width: int) -> AsyncIterator[tuple[Repl, io.StringIO]]:
+    """A started chat printing into a string at `width` columns (prompt-toolkit's pipe
+    input; nothing drawn), its memory closed afterwards."""
+    out = io.StringIO()
+    app = build_app(load_settings())
+    try:
+        with create_pipe_input() as pipe:
+            repl = Repl(app, Console(file=out, width=width), pt_input=pipe, pt_output=DummyOutput())
+            await repl.start()
+            yield repl, out
+    finally:
+        await app.aclose()
 
 
 def stored_profile(data_dir: Path, turns: int = 2) -> None:
@@ -218,21 +243,7 @@ def test_the_chat_toolbar_leaves_parts_out_whole_in_a_narrow_window() -> None:
 async def test_help_and_tools_keep_their_indent_in_a_narrow_window(env: ModelServer) -> None:
     """At 40 columns the key hint under /help and each tool of /tools went on at column 0
     after their first line, among the indented list."""
-    import io
-
-    from prompt_toolkit.input import create_pipe_input
-    from prompt_toolkit.output import DummyOutput
-    from rich.console import Console
-
-    from seelen.app import build_app
-    from seelen.chat.repl import Repl
-    from seelen.config import load_settings
-
-    out = io.StringIO()
-    app = build_app(load_settings())
-    with create_pipe_input() as pipe:
-        repl = Repl(app, Console(file=out, width=40), pt_input=pipe, pt_output=DummyOutput())
-        await repl.start()
+    async with chat_at(40) as (repl, out):
         await repl.handle("/help")
         await repl.handle("/tools")
     lines = out.getvalue().splitlines()
@@ -240,4 +251,16 @@ async def test_help_and_tools_keep_their_indent_in_a_narrow_window(env: ModelSer
     tools = lines.index(next(line for line in lines if "current_time" in line))
     for line in (*lines[hint : hint + 3], *lines[tools : tools + 3]):
         assert line.startswith("  "), out.getvalue()
-    await app.aclose()
+
+
+async def test_save_of_a_session_without_messages_says_there_is_nothing(
+    env: ModelServer,
+) -> None:
+    """/save first thing said "A new session begins. The last one is archived…" and then
+    "The last session is archived." of a session that held nothing."""
+    async with chat_at(80) as (repl, out):
+        before = repl.app.sessions.current.session_id
+        await repl.handle("/save")
+        assert "Nothing to save yet: this session has no messages." in out.getvalue()
+        assert "archived" not in out.getvalue()
+        assert repl.app.sessions.current.session_id == before

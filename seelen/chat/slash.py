@@ -138,6 +138,9 @@ async def _reset(repl: Repl, arg: str) -> bool:
 
 @command("/save", "/s", help="archive this session into long-term memory and start a new one")
 async def _save(repl: Repl, arg: str) -> bool:
+    if not repl.app.sessions.current.conv_count:  # "archived" would be said of nothing
+        repl.console.print("[dim]Nothing to save yet: this session has no messages.[/dim]")
+        return True
     await repl.save()
     return True
 
