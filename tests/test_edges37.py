@@ -264,3 +264,24 @@ async def test_save_of_a_session_without_messages_says_there_is_nothing(
         assert "Nothing to save yet: this session has no messages." in out.getvalue()
         assert "archived" not in out.getvalue()
         assert repl.app.sessions.current.session_id == before
+
+
+async def test_ctrl_c_before_the_first_word_says_the_message_is_kept(env: ModelServer) -> None:
+    """Stopped while the model thought, the chat said "(stopped)": a newcomer could not tell
+    whether the message was lost. It is kept, and /retry answers it."""
+    import asyncio
+    import os
+    import signal
+
+    from helpers import wait_until_async
+
+    env.enqueue(Reply(text="late words", delay=30), "answered at last")
+    async with chat_at(80) as (repl, out):
+        ask = asyncio.create_task(repl.handle("what is my cat called?"))
+        await wait_until_async(lambda: env.chat_requests(), 20, "the model was not asked")
+        os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C
+        await asyncio.wait_for(ask, 20)
+        assert "(stopped; your message is kept: /retry answers it)" in out.getvalue()
+        assert [t.text for t in repl.app.sessions.live_turns()] == ["what is my cat called?"]
+        await repl.handle("/retry")
+        assert "answered at last" in out.getvalue()

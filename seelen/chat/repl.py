@@ -24,7 +24,7 @@ from rich.text import Text
 
 from seelen.chat.archiving import ChatArchives
 from seelen.chat.input import keys_unechoed, prompt_session, read_lines
-from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
+from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally, stopped_line
 from seelen.chat.slash import COMMANDS, unknown
 from seelen.chat.visible import visible
 from seelen.chat.welcome import WELCOME, model_hints
@@ -357,7 +357,9 @@ class Repl:
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise
-            self.console.print("[dim](stopped)[/dim]")
+            newest = next(reversed(self.app.sessions.live_turns()), None)
+            said = stopped_line(newest, incognito=self.incognito is not None)
+            self.console.print(Text(said, "dim"))
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGINT)
