@@ -285,3 +285,22 @@ async def test_ctrl_c_before_the_first_word_says_the_message_is_kept(env: ModelS
         assert [t.text for t in repl.app.sessions.live_turns()] == ["what is my cat called?"]
         await repl.handle("/retry")
         assert "answered at last" in out.getvalue()
+
+
+async def test_why_keeps_each_recalled_text_indented_in_a_narrow_window(
+    env: ModelServer,
+) -> None:
+    """At 40 columns the lines of /why that wrapped (a summary, a recalled turn with the
+    rankers that found it) went on at column 0, under the dates they belong to."""
+    async with chat_at(40) as (repl, out):
+        await repl.handle("my cat Miso sleeps on the red sofa every afternoon")
+        await repl.handle("/save")
+        await repl.archiving.finish()
+        await repl.handle("where does Miso sleep in the afternoon?")
+        start = len(out.getvalue())
+        await repl.handle("/why")
+    shown = out.getvalue()[start:].splitlines()
+    turns = [n for n, line in enumerate(shown) if "user:" in line]
+    assert turns, shown
+    block = shown[turns[0] : turns[0] + 3]  # the recalled turn and its wrapped lines
+    assert all(line.startswith("  ") for line in block), shown

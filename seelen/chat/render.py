@@ -218,7 +218,9 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             f"- [bold]summary[/bold] {app.clock.fmt_range(item.start_ms, item.end_ms)} "
             f"(session {item.session_id[:8]}), {_ranks(item)}:"
         )
-        console.print(f"  [dim]{shown(one_line(item.text, 200))}[/dim]")
+        print_unpadded(
+            console, Padding(Text(visible(one_line(item.text, 200)), "dim"), (0, 0, 0, 2))
+        )
     for passage in result.passages:
         day = f"{app.clock.at(passage.start_ms):%Y-%m-%d, %A}"
         console.print(f"[bold]{day}[/bold] [dim](session {passage.session_id[:8]})[/dim]")
@@ -226,11 +228,11 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             if gap:
                 console.print("  [dim]…[/dim]")
             why = "context" if turn.context_for else _ranks(turn)
-            line = Text(f"  {app.clock.at(turn.start_ms):%H:%M} ")
+            line = Text(f"{app.clock.at(turn.start_ms):%H:%M} ")
             line.append(f"{turn.role}: ", style="bold")
             line.append(visible(one_line(turn.text, 200)), style="dim" if turn.context_for else "")
             line.append(f"  ({why})", style="dim")
-            console.print(line)
+            print_unpadded(console, Padding(line, (0, 0, 0, 2)))  # its wrapped lines too
     if app.index is not None and app.index.error:
         console.print(f"[red]indexing problem:[/red] {shown(app.index.error)}")
 
