@@ -304,3 +304,22 @@ async def test_why_keeps_each_recalled_text_indented_in_a_narrow_window(
     assert turns, shown
     block = shown[turns[0] : turns[0] + 3]  # the recalled turn and its wrapped lines
     assert all(line.startswith("  ") for line in block), shown
+
+
+def test_commands_without_a_model_leave_an_unfinished_archive_quietly(data_dir: Path) -> None:
+    """db optimize, db repair, memory reindex open the memory without a model, yet each
+    tried to finish an archive left half done and said "archive not finished (no tool
+    model is configured…)": false (it is configured), and said again at every command."""
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    session = store.create_session()  # a chat's /save began its archive, then the model failed
+    store.add_turns(session.session_id, [("user", "my dog Rex", None, 1_000)])
+    store.record_archive_step(session.session_id, "started")
+    store.close()
+    for command in (("db", "optimize"), ("db", "repair"), ("memory", "reindex")):
+        result = run_cli(*command)
+        assert result.returncode == 0, result.stderr
+        assert "archive" not in result.stderr and "tool model" not in result.stderr, result.stderr
+    store = open_store(data_dir)
+    assert [s.session_id for s in store.pending_archives()] == [session.session_id]
+    store.close()

@@ -154,6 +154,7 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
                 on_line=lambda m: stderr_console().print(m, style="dim", markup=False),
                 with_model=False,
                 start_indexer=False,
+                finish_archives=False,  # they need the tool model: the next chat or ask
             )
         )
     try:
