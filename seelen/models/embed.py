@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from seelen.errors import ConfigError, ModelError
+from seelen.models.per_file import PerFile
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -197,24 +198,12 @@ class LocalEmbedder:
                 return
             self._session = self._tokenizer = None
             forget_session(self._model_path or default_model_path())
-            with _tokenizers_lock:
-                _tokenizers.pop(self._tokenizer_path.resolve(), None)
-
-
-# One tokenizer a file for the process, as one ONNX session (onnx_session.shared_session):
-# a second embedder (`memory search` indexes as a writer, then searches as a reader) loaded
-# it again, 54 ms and 6.4 MiB each (load 5.4). It is read-only after loading.
-_tokenizers: dict[Path, Tokenizer] = {}
-_tokenizers_lock = threading.Lock()
+            _tokenizers.forget(self._tokenizer_path)
 
 
 def shared_tokenizer(path: Path) -> Tokenizer:
     """The process's tokenizer for the file at `path`, loaded on first use."""
-    key = path.resolve()
-    with _tokenizers_lock:
-        if key not in _tokenizers:
-            _tokenizers[key] = _load_tokenizer(key)
-        return _tokenizers[key]
+    return _tokenizers.get(path)
 
 
 def _load_tokenizer(path: Path) -> Tokenizer:
@@ -391,3 +380,9 @@ def make_embedder(provider: str, model: str, base_url: str, api_key: str) -> Emb
     if provider == "openai":
         return OpenAIEmbedder(base_url, api_key, model)
     raise ConfigError(f"EMBEDDING_PROVIDER must be local, multilingual or openai, got {provider!r}")
+
+
+# One tokenizer a file for the process, as one ONNX session (onnx_session.shared_session):
+# a second embedder (`memory search` indexes as a writer, then searches as a reader) loaded
+# it again, 54 ms and 6.4 MiB each (load 5.4). It is read-only after loading.
+_tokenizers: PerFile[Tokenizer] = PerFile(_load_tokenizer)
