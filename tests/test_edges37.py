@@ -323,3 +323,21 @@ def test_commands_without_a_model_leave_an_unfinished_archive_quietly(data_dir: 
     store = open_store(data_dir)
     assert [s.session_id for s in store.pending_archives()] == [session.session_id]
     store.close()
+
+
+async def test_exit_alone_at_the_prompt_leaves_instead_of_being_sent(env: ModelServer) -> None:
+    """A newcomer's "exit" went to the model as a message, was answered and stored for good
+    in the memory; "quit" too."""
+    import asyncio
+
+    for word in ("exit", " Quit "):
+        app = build_app(load_settings())
+        with create_pipe_input() as pipe:
+            repl = Repl(app, Console(file=io.StringIO()), pt_input=pipe, pt_output=DummyOutput())
+            await repl.start()
+            pipe.send_text(f"the sky is blue\r{word}\r/exit\r")  # /exit: the old way out
+            await asyncio.wait_for(repl.run_interactive(), 20)
+        texts = [t.text for t in app.sessions.live_turns() if t.role == "user"]
+        await app.aclose()
+        assert texts[-1] == "the sky is blue", (word, texts)
+    assert len(env.chat_requests()) == 2  # "the sky is blue", once each time

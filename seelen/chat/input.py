@@ -132,14 +132,19 @@ def keys_unechoed() -> Iterator[None]:
             termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
+# A line of just one of these leaves, as /exit does, at the prompt (not in a pipe, where
+# lines are data): what a newcomer types, and what `llm chat` and Python 3.13 leave on.
+LEAVE_WORDS = ("exit", "quit")
+
+
 async def read_lines(
     session: PromptSession[str],
     handle: Callable[[str], Awaitable[bool]],
     say: Callable[[str], None],
     on_shown: Callable[[], None] | None = None,
 ) -> None:
-    """Read lines at the prompt and `handle` each until it returns False, Ctrl-D, or Ctrl-C
-    twice at an empty prompt (Ctrl-C on a typed line clears it; ↑ brings it back). `say`
+    """Read lines at the prompt and `handle` each until it returns False, "exit" or "quit"
+    alone, Ctrl-D, or Ctrl-C twice at an empty prompt (Ctrl-C on a typed line clears it; ↑ brings it back). `say`
     prints a hint (Rich markup); `on_shown` runs once, right after the first draw."""
     if on_shown is not None:
         shown = on_shown
@@ -168,5 +173,5 @@ async def read_lines(
         except EOFError:
             return
         armed = False
-        if not await handle(line):
+        if line.strip().lower() in LEAVE_WORDS or not await handle(line):
             return
