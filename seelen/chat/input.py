@@ -144,8 +144,9 @@ async def read_lines(
     on_shown: Callable[[], None] | None = None,
 ) -> None:
     """Read lines at the prompt and `handle` each until it returns False, "exit" or "quit"
-    alone, Ctrl-D, or Ctrl-C twice at an empty prompt (Ctrl-C on a typed line clears it; ↑ brings it back). `say`
-    prints a hint (Rich markup); `on_shown` runs once, right after the first draw."""
+    alone, Ctrl-D, or Ctrl-C twice at an empty prompt (Ctrl-C on a typed line clears it; ↑
+    brings it back). `say` prints a hint (Rich markup); `on_shown` runs once, right after
+    the first draw."""
     if on_shown is not None:
         shown = on_shown
 
