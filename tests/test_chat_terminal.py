@@ -17,8 +17,8 @@ def test_ctrl_c_during_a_reply_shows_it_once(env: ModelServer, data_dir: Path) -
         terminal.send("typed ahead")  # neither this nor Ctrl-C may be echoed into the reply
         # (Ctrl-C then discards it, as a terminal discards its pending input on an interrupt.)
         terminal.send("\x03")
-        assert terminal.read_until("(stopped)"), terminal.text
-        stopped = terminal.output.index(b"(stopped)")
+        assert terminal.read_until("(stopped;"), terminal.text
+        stopped = terminal.output.index(b"(stopped;")
         assert terminal.read_until("›", after=stopped), terminal.text  # the next prompt
         terminal.send("\x15\x04")  # Ctrl-U clears the line, Ctrl-D leaves
         assert terminal.wait() == 0, terminal.text
@@ -26,7 +26,7 @@ def test_ctrl_c_during_a_reply_shows_it_once(env: ModelServer, data_dir: Path) -
     # The terminal's echo of ^C (and of keys typed meanwhile) moved the cursor inside the
     # live region, whose repaint then left the reply's first line and printed it again.
     assert "^C" not in shown
-    assert "typed ahead" not in shown[: shown.index("(stopped)")]
+    assert "typed ahead" not in shown[: shown.index("(stopped;")]
     store = open_store(data_dir)
     reply = store.turns(store.active_session().session_id)[-1]
     assert reply.role == "assistant" and reply.meta.get("interrupted")

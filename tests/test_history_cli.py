@@ -261,6 +261,7 @@ def test_a_file_that_is_no_export_is_one_line_through_the_owner_too(
 ) -> None:
     bad = tmp_path / "conversations.json"
     bad.write_text('[{"mapping": {"a": ', "utf-8")
+    (data_dir / "default").mkdir(parents=True)  # a profile that exists: the owner reads it
     result = run_seelen("import", str(bad), timeout=60)
     assert result.returncode == 1
     assert result.stderr.startswith("seelen: import: not JSON, or cut short")

@@ -33,7 +33,8 @@ def test_a_damaged_database_sends_the_user_to_restore_not_round_to_repair(
     size = db.stat().st_size
     check = run_cli("db", "check")
     assert check.returncode == 1 and "FAIL SQLite integrity" in check.stdout
-    assert "`seelen db restore`" in check.stderr and "repair` fixes" not in check.stderr
+    assert "repair` fixes" not in check.stderr
+    assert "no backup to restore: copy" in check.stderr  # none was made: restore has nothing
     repair = run_cli("db", "repair")
     assert repair.returncode == 1
     [line] = repair.stderr.splitlines()

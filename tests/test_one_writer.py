@@ -168,7 +168,7 @@ def test_readers_of_a_missing_profile_create_nothing(data_dir: Path) -> None:
         result = run_cli(*args)
         assert result.returncode == 0, (args, result.stderr)
     stats = run_cli("db", "stats")
-    assert stats.returncode == 1 and "no memory database" in stats.stderr
+    assert stats.returncode == 1 and "no memory at" in stats.stderr
     assert not data_dir.exists()
 
 

@@ -117,7 +117,7 @@ async def test_ctrl_c_stops_the_reply_and_keeps_what_was_shown(env: ModelServer)
         presser = asyncio.create_task(press_ctrl_c_mid_reply())
         await asyncio.wait_for(repl.handle("count to a hundred"), 30)
         await presser
-    assert "(stopped)" in out.getvalue()
+    assert "(stopped; your message and the reply so far are kept" in out.getvalue()
     reply = repl.app.sessions.live_turns()[-1]
     assert reply.meta.get("interrupted") is True
     assert reply.text.startswith("w0 w1") and "w99" not in reply.text

@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application.current import get_app
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
@@ -58,9 +59,20 @@ class ChatHistory(FileHistory):
             super().store_string(string)
 
 
+def fitted(parts: Sequence[tuple[str, int]], width: int) -> str:
+    """The parts (text, rank) joined by " · " in their order, the highest ranks left out
+    until the line fits `width` columns: a narrow window cut a part in the middle."""
+    from prompt_toolkit.utils import get_cwidth
+
+    kept = [(text, rank) for text, rank in parts if text]
+    while len(kept) > 1 and get_cwidth(" · ".join(t for t, _ in kept)) > width:
+        kept.remove(max(reversed(kept), key=lambda part: part[1]))  # the rightmost of them
+    return " · ".join(t for t, _ in kept)
+
+
 def prompt_session(
     settings: Settings,
-    toolbar: Callable[[], str],
+    toolbar: Callable[[], Sequence[tuple[str, int]]],
     pt_input: Input | None = None,
     pt_output: Output | None = None,
     private: Callable[[], bool] = lambda: False,
@@ -84,7 +96,7 @@ def prompt_session(
         complete_while_typing=True,
         multiline=True,
         key_bindings=key_bindings(),
-        bottom_toolbar=toolbar,
+        bottom_toolbar=lambda: fitted(toolbar(), get_app().output.get_size().columns),
         enable_open_in_editor=True,
         prompt_continuation="  ",
         input=pt_input,
@@ -120,15 +132,21 @@ def keys_unechoed() -> Iterator[None]:
             termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
+# A line of just one of these leaves, as /exit does, at the prompt (not in a pipe, where
+# lines are data): what a newcomer types, and what `llm chat` and Python 3.13 leave on.
+LEAVE_WORDS = ("exit", "quit")
+
+
 async def read_lines(
     session: PromptSession[str],
     handle: Callable[[str], Awaitable[bool]],
     say: Callable[[str], None],
     on_shown: Callable[[], None] | None = None,
 ) -> None:
-    """Read lines at the prompt and `handle` each until it returns False, Ctrl-D, or Ctrl-C
-    twice at an empty prompt (Ctrl-C on a typed line clears it; ↑ brings it back). `say`
-    prints a hint (Rich markup); `on_shown` runs once, right after the first draw."""
+    """Read lines at the prompt and `handle` each until it returns False, "exit" or "quit"
+    alone, Ctrl-D, or Ctrl-C twice at an empty prompt (Ctrl-C on a typed line clears it; ↑
+    brings it back). `say` prints a hint (Rich markup); `on_shown` runs once, right after
+    the first draw."""
     if on_shown is not None:
         shown = on_shown
 
@@ -156,5 +174,5 @@ async def read_lines(
         except EOFError:
             return
         armed = False
-        if not await handle(line):
+        if line.strip().lower() in LEAVE_WORDS or not await handle(line):
             return

@@ -8,7 +8,12 @@ loses only a reply is not counted as losing the question.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seelen.counts import counted, number_ranges
+
+if TYPE_CHECKING:
+    from seelen.store import Turn
 
 UNANSWERED = "unanswered"  # the message is stored; its reply is not
 LOST = "lost"  # nothing of the message is stored
@@ -50,3 +55,15 @@ class LineTally:
         if not parts:
             return ""
         return f"of {counted(self.total, 'input line')}: {', '.join(parts)}; each error is above"
+
+
+def stopped_line(newest: Turn | None, *, incognito: bool) -> str:
+    """What Ctrl-C during a reply says, from the session's newest turn (`newest`, after the
+    stop): whether the message is kept, with the reply so far, and what /retry does."""
+    if incognito:
+        return "(stopped; nothing of it is kept: incognito)"
+    if newest is not None and newest.role == "user":
+        return "(stopped; your message is kept: /retry answers it)"
+    if newest is not None and newest.meta.get("interrupted"):
+        return "(stopped; your message and the reply so far are kept: /retry answers again)"
+    return "(stopped before your message was kept: send it again)"

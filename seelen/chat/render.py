@@ -218,7 +218,9 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             f"- [bold]summary[/bold] {app.clock.fmt_range(item.start_ms, item.end_ms)} "
             f"(session {item.session_id[:8]}), {_ranks(item)}:"
         )
-        console.print(f"  [dim]{shown(one_line(item.text, 200))}[/dim]")
+        print_unpadded(
+            console, Padding(Text(visible(one_line(item.text, 200)), "dim"), (0, 0, 0, 2))
+        )
     for passage in result.passages:
         day = f"{app.clock.at(passage.start_ms):%Y-%m-%d, %A}"
         console.print(f"[bold]{day}[/bold] [dim](session {passage.session_id[:8]})[/dim]")
@@ -226,11 +228,11 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             if gap:
                 console.print("  [dim]…[/dim]")
             why = "context" if turn.context_for else _ranks(turn)
-            line = Text(f"  {app.clock.at(turn.start_ms):%H:%M} ")
+            line = Text(f"{app.clock.at(turn.start_ms):%H:%M} ")
             line.append(f"{turn.role}: ", style="bold")
             line.append(visible(one_line(turn.text, 200)), style="dim" if turn.context_for else "")
             line.append(f"  ({why})", style="dim")
-            console.print(line)
+            print_unpadded(console, Padding(line, (0, 0, 0, 2)))  # its wrapped lines too
     if app.index is not None and app.index.error:
         console.print(f"[red]indexing problem:[/red] {shown(app.index.error)}")
 
@@ -241,13 +243,17 @@ def _ranks(item: RecalledItem) -> str:
     return f"score {item.score:.4f} from {ranks}"
 
 
-def render_sessions(console: Console, app: App, limit: int) -> None:
-    """The newest sessions, one line each (id, time, status, turns) and the summary below it,
-    whole: in a table the dates left the summary ~15 columns of 80, which showed "Dad…"."""
-    sessions = app.store.list_sessions(limit)
+def render_sessions(console: Console, app: App, limit: int, offset: int = 0) -> bool:
+    """The newest sessions past the `offset` newest, one line each (id, time, status, turns)
+    and the summary below it, whole: in a table the dates left the summary ~15 columns of
+    80, which showed "Dad…". Returns whether older sessions follow."""
+    sessions = app.store.list_sessions(limit + 1, offset)
+    more = len(sessions) > limit
     if not sessions:
-        console.print("[dim]No session yet.[/dim]")
-    for s in sessions:
+        console.print(
+            f"[dim]No session {'past the newest ' + str(offset) if offset else 'yet'}.[/dim]"
+        )
+    for s in sessions[:limit]:
         summary = app.store.session_summary(s.session_id)
         when = app.clock.fmt_range(s.start_ms, s.end_ms) if s.end_ms else app.clock.fmt(s.start_ms)
         print_unpadded(
@@ -261,6 +267,7 @@ def render_sessions(console: Console, app: App, limit: int) -> None:
         if text:  # indented as a whole, its wrapped lines too
             summary_text = Text(visible(one_line(text, 300)), style="dim")
             print_unpadded(console, Padding(summary_text, (0, 0, 0, 4), expand=False))
+    return more
 
 
 def render_session(console: Console, app: App, session: Session) -> None:

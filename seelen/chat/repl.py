@@ -24,8 +24,8 @@ from rich.text import Text
 
 from seelen.chat.archiving import ChatArchives
 from seelen.chat.input import keys_unechoed, prompt_session, read_lines
-from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally
-from seelen.chat.slash import COMMANDS
+from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally, stopped_line
+from seelen.chat.slash import COMMANDS, unknown
 from seelen.chat.visible import visible
 from seelen.chat.welcome import WELCOME, model_hints
 from seelen.config import Settings
@@ -322,10 +322,9 @@ class Repl:
             name, _, arg = line.strip().partition(" ")
             cmd = COMMANDS.get(name.lower())
             # Not run: an unknown name, or words after a command taking none ("/reset it")
-            refusal = f"Unknown command {name}." if cmd is None else cmd.refusal(arg)
+            refusal = unknown(name) if cmd is None else cmd.refusal(arg)
             if cmd is None or refusal:
-                hint = " Type /help for the list." if cmd is None else ""
-                self.console.print(Text.assemble((visible(refusal), "yellow"), hint))
+                self.console.print(Text(visible(refusal), "yellow"))
                 return True
             try:
                 return await cmd.handler(self, arg.strip())
@@ -358,7 +357,9 @@ class Repl:
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise
-            self.console.print("[dim](stopped)[/dim]")
+            newest = next(reversed(self.app.sessions.live_turns()), None)
+            said = stopped_line(newest, incognito=self.incognito is not None)
+            self.console.print(Text(said, "dim"))
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGINT)
@@ -385,16 +386,14 @@ class Repl:
         hidden = lambda: self.incognito is not None  # noqa: E731 (incognito: not on disk)
         return prompt_session(self.settings, self._toolbar, self._pt_input, self._pt_output, hidden)
 
-    def _toolbar(self) -> str:
-        s = self.settings
+    def _toolbar(self) -> list[tuple[str, int]]:
+        """The bottom line's parts and their ranks (`input.fitted` drops the highest first)."""
+        s, hint = self.settings, [("Alt-Enter: new line", 4), ("/help", 1)]
         if self._app is None:
-            return f" {s.profile} · opening your memory… · Alt-Enter: new line · /help"
-        sid = self.app.sessions.current.session_id[:8]
+            return [(f" {s.profile}", 0), ("opening your memory…", 0), *hint]
         indexing = self.app.index.status() if self.app.index is not None else ""
         if self.archiving.running:
             indexing = f"archiving the last session…{' · ' + indexing if indexing else ''}"
-        return (
-            f" {s.profile} · session {sid} · {counted(self._turns, 'turn')} · "
-            f"{self.app.provider.chat_model} · {indexing + ' · ' if indexing else ''}"
-            "Alt-Enter: new line · /help"
-        )
+        sid, model = self.app.sessions.current.session_id[:8], self.app.provider.chat_model
+        parts = (f" {s.profile}", f"session {sid}", counted(self._turns, "turn"), model, indexing)
+        return [*zip(parts, (0, 3, 2, 3, 1), strict=True), *hint]

@@ -57,6 +57,24 @@ def command(name: str, *aliases: str, help: str, arg: str = "") -> Callable[[Han
     return register
 
 
+# What a newcomer types from other chat programs, and the command here that does it.
+_ELSEWHERE = {"/forget": "/reset", "/clear": "/reset", "/new": "/save", "/search": "/memory"}
+
+
+def unknown(name: str) -> str:
+    """What to say of a command that does not exist: the one meant when the name is close to
+    one (a typo, or another program's name for it), else where the list is. The line stays
+    in the input history (↑), so nothing typed is lost."""
+    import difflib
+
+    meant = _ELSEWHERE.get(name.lower()) or next(
+        iter(difflib.get_close_matches(name.lower(), COMMANDS, n=1, cutoff=0.6)), None
+    )
+    if meant is None:
+        return f"Unknown command {name}: /help lists them (↑ brings your line back)."
+    return f"Unknown command {name}: did you mean {meant}? (↑ brings your line back)"
+
+
 def unique_commands() -> list[SlashCommand]:
     """Each command once, in registration order."""
     return list(dict.fromkeys(COMMANDS.values()))
@@ -101,11 +119,10 @@ async def _help(repl: Repl, arg: str) -> bool:
             grid.add_row(names, cmd.help)
     if not stacked:
         print_unpadded(repl.console, Padding(grid, (0, 0, 0, 2)))
-    print_unpadded(
-        repl.console,
-        "  [dim]Alt-Enter (or Esc, Enter) inserts a new line; "
-        "start a message with // to send a literal /.[/dim]",
+    keys = (
+        "Alt-Enter (or Esc, Enter) inserts a new line; start a message with // to send a literal /."
     )
+    print_unpadded(repl.console, Padding(Text(keys, "dim"), (0, 0, 0, 2)))  # indented whole
     return True
 
 
@@ -121,6 +138,9 @@ async def _reset(repl: Repl, arg: str) -> bool:
 
 @command("/save", "/s", help="archive this session into long-term memory and start a new one")
 async def _save(repl: Repl, arg: str) -> bool:
+    if not repl.app.sessions.current.conv_count:  # "archived" would be said of nothing
+        repl.console.print("[dim]Nothing to save yet: this session has no messages.[/dim]")
+        return True
     await repl.save()
     return True
 
@@ -167,7 +187,8 @@ async def _why(repl: Repl, arg: str) -> bool:
 
 @command("/tools", "/t", help="list the tools the model can call, and each MCP server's state")
 async def _tools(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import shown
+    from seelen.chat.render import print_unpadded, shown
+    from seelen.chat.visible import visible
     from seelen.memory.context import one_line
 
     app = repl.app
@@ -176,10 +197,10 @@ async def _tools(repl: Repl, arg: str) -> bool:
     if app.tools is not None:
         for spec in app.tools.tools():
             first = spec.description.strip().splitlines()[0] if spec.description.strip() else ""
-            repl.console.print(
-                f"  [bold]{shown(spec.name)}[/bold] [dim]({shown(spec.source)})"
-                f"[/dim] {shown(one_line(first, 80))}"
-            )
+            line = Text.assemble(
+                (visible(spec.name), "bold"), (f" ({visible(spec.source)}) ", "dim")
+            ).append(visible(one_line(first, 80)))
+            print_unpadded(repl.console, Padding(line, (0, 0, 0, 2)))  # wrapped lines too
     if app.mcp is None:
         state = (
             "off (ENABLE_MCP=false)"

@@ -95,15 +95,8 @@ class AnswerPrinter:
             return 1
         reply = final.text
         if self.as_json:
-            payload = {
-                "reply": reply,
-                "session_id": None if self.ephemeral else final.session_id,
-                "usage": None if self.usage is None else to_json(self.usage),
-                "tool_calls": [{"name": t.name, "ok": t.ok} for t in self.tools],
-                "error": None,
-            }
-            self._write(json.dumps(payload, ensure_ascii=False) + "\n")
-            self.printed = True
+            session = None if self.ephemeral else final.session_id
+            self._print_json(reply, session_id=session, error=None, saved=self.saved)
         elif self.stream:
             if self.streamed and not reply.endswith("\n"):
                 self._write("\n")
@@ -138,16 +131,24 @@ class AnswerPrinter:
         the sentence said on stderr, `saved` whether the question was kept to answer later),
         so a caller that parses stdout always finds an object."""
         if self.as_json and not self.printed:
-            payload = {
-                "reply": None,
-                "session_id": None,
-                "usage": None,
-                "tool_calls": [{"name": t.name, "ok": t.ok} for t in self.tools],
-                "error": message,
-                "saved": saved,
-            }
-            self._write(json.dumps(payload, ensure_ascii=False) + "\n")
-            self.printed = True
+            self._print_json(None, session_id=None, error=message, saved=saved)
+
+    def _print_json(
+        self, reply: str | None, *, session_id: str | None, error: str | None, saved: bool
+    ) -> None:
+        """The one JSON object, of one shape whether the answer came or failed: reply,
+        session_id, usage, tool_calls, error, saved (the question, and its answer if one
+        came, are stored: `seelen chat` shows them)."""
+        payload = {
+            "reply": reply,
+            "session_id": session_id,
+            "usage": None if self.usage is None or reply is None else to_json(self.usage),
+            "tool_calls": [{"name": t.name, "ok": t.ok} for t in self.tools],
+            "error": error,
+            "saved": saved,
+        }
+        self._write(json.dumps(payload, ensure_ascii=False) + "\n")
+        self.printed = True
 
     def _write(self, text: str) -> None:
         """Print on stdout. A reader that stops reading (`| head`) ends the printing, never

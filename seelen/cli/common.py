@@ -76,6 +76,19 @@ _FLAG_NAMES = {
 }
 
 
+def unlabelled(name: str, detail: str) -> str:
+    """A check's detail without the label it starts with when the check's name already ends
+    with it ("turns: 4 vectors" under "vectors of turns"; "time: ready" under "MCP server
+    time"): the line would say it twice."""
+    head, colon, rest = detail.partition(": ")
+    return rest if colon and (name == head or name.endswith(" " + head)) else detail
+
+
+def labelled(name: str, detail: str) -> str:
+    """`name: detail`, the label said once (see `unlabelled`)."""
+    return f"{name}: {unlabelled(name, detail)}"
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run one coroutine on a fresh event loop (asyncio is imported here: an `ask` that its
     owner answers never needs it)."""
@@ -141,6 +154,7 @@ def memory_only(settings: Settings, writer: str | None = None) -> Iterator[App]:
                 on_line=lambda m: stderr_console().print(m, style="dim", markup=False),
                 with_model=False,
                 start_indexer=False,
+                finish_archives=False,  # they need the tool model: the next chat or ask
             )
         )
     try:

@@ -6,11 +6,13 @@ Each command prints plain lines; `check` exits 1 when anything is wrong.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seelen.cli.common import DataOpt, ProfileOpt, memory_only, settings_from
+from seelen.cli.common import DataOpt, ProfileOpt, labelled, memory_only, settings_from
+from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
     from seelen.app import App
@@ -20,13 +22,33 @@ db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memo
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:
-    """The flags given before `db` count too. A profile that does not exist, beside others,
-    is named as misspelt: no `db` command starts one (a backup or repair of nothing)."""
+    """The flags given before `db` count too. A profile that does not exist is named (as
+    misspelt, beside others): no `db` command starts one (a backup or repair of nothing),
+    and on a new machine none calls the memory that is not there yet damaged."""
     from seelen.runtime import must_exist
 
     settings = settings_from(profile, None, data_dir)
     must_exist(settings)
+    if not settings.profile_dir.is_dir():
+        raise SeelenError(
+            f"no memory at {settings.profile_dir} yet: a chat, an ask or an import starts it"
+        )
     return settings
+
+
+def damaged(profile_dir: Path) -> str:
+    """What to do about a database SQLite cannot read (`db check`, `db backup`)."""
+    from seelen.memory.maintenance import backups
+
+    if not backups(profile_dir):
+        return (
+            f"there is no backup to restore: copy {profile_dir} somewhere safe before "
+            "anything else; `seelen db repair` cannot mend it"
+        )
+    return (
+        "`seelen db restore` puts back the newest backup (`seelen db list` shows them), "
+        "keeping this one; `seelen db repair` cannot mend it"
+    )
 
 
 def _memory(
@@ -47,14 +69,20 @@ def check(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     if all(f.ok for f in findings):  # a damaged database is reported, not opened
         with memory_only(settings) as app:
             findings = run_check(app, findings)  # SQLite's checked once (whole-file reads)
-    for f in findings:
-        typer.echo(f"{'ok  ' if f.ok else 'FAIL'} {f.name}: {f.detail}")
-    if not all(f.ok for f in findings):
-        damaged = any(f.name == INTEGRITY and not f.ok for f in findings)
+    for f in findings:  # work under way (texts waiting for their vectors) is no failure
+        mark = "ok  " if f.ok else "…   " if f.pending else "FAIL"
+        typer.echo(f"{mark} {labelled(f.name, f.detail)}")
+    if any(f.pending for f in findings):
         typer.echo(
-            "The database is damaged: `seelen db restore` puts back the newest backup, keeping "
-            "this one; `seelen db repair` cannot mend it."
-            if damaged
+            "… is work under way, not a fault: the process that holds this profile finishes "
+            "it (or the next one to open it).",
+            err=True,
+        )
+    if not all(f.ok or f.pending for f in findings):
+        unreadable = any(f.name == INTEGRITY and not f.ok for f in findings)
+        typer.echo(
+            f"The database is damaged: {damaged(settings.profile_dir)}."
+            if unreadable
             else "Some checks failed: `seelen db repair` fixes what it can.",
             err=True,
         )
@@ -90,10 +118,19 @@ def optimize(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 
 @db_app.command("backup")
 def backup(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
-    """Copy the profile into backups/ (safe while Seelen runs); keeps SEELEN_BACKUPS copies."""
+    """Copy the profile into backups/ (safe while Seelen runs); keeps SEELEN_BACKUPS copies.
+    A damaged database is not copied: its copy would push a good backup out."""
+    from seelen.memory.maintenance import DB_FILE, INTEGRITY, sqlite_findings
     from seelen.memory.maintenance import backup as run_backup
 
     settings = _settings(profile, data_dir)
+    # SQLite's integrity check reads the whole file, as the copy does (0.4 s at 100k turns).
+    for f in sqlite_findings(settings.profile_dir / DB_FILE):
+        if f.name == INTEGRITY and not f.ok:
+            raise SeelenError(
+                f"the database is damaged ({f.detail}), so no backup was made (its copy would "
+                f"push a good backup out): {damaged(settings.profile_dir)}"
+            )
     typer.echo(str(run_backup(settings.profile_dir, settings.backups)))
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from seelen.app import App
 from seelen.app.build import chat_model
+from seelen.cli.common import labelled, unlabelled
 from seelen.config import Settings
 from seelen.counts import counted
 from seelen.errors import SeelenError, StoreError
@@ -116,7 +117,7 @@ async def run_checks(app: App) -> list[Check]:
         from seelen.memory.maintenance import index_findings, rebuild_under_way
 
         findings = await asyncio.to_thread(index_findings, app)
-        wrong = [f"{f.name}: {f.detail}" for f in findings if not (f.ok or f.pending)]
+        wrong = [labelled(f.name, f.detail) for f in findings if not (f.ok or f.pending)]
         if wrong:  # counted against the texts, so a lost index never passes for healthy
             raise SeelenError("; ".join(wrong) + " (seelen db repair fixes it)")
         counts = "; ".join(f.detail for f in findings if f.name != "vector model" or not f.ok)
@@ -144,7 +145,7 @@ async def mcp_checks(app: App) -> list[Check]:
         Check(
             f"MCP server {status.name}",
             status.state in ("ready", "disabled"),
-            status.line().removeprefix(f"{status.name}: "),  # the check names the server
+            unlabelled(f"MCP server {status.name}", status.line()),
         )
         for status in manager.status()
     ]

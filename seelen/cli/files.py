@@ -23,6 +23,7 @@ from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
     from seelen.config import Settings
+    from seelen.memory.persona import PersonaFiles
     from seelen.protocol.results import FileWritten
 
 # Characters of a version's opening that `history` shows: with its number and time before
@@ -38,9 +39,8 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         """Print the file (the shipped default until it is first written)."""
         from seelen.chat.visible import visible
 
-        settings = settings_from(profile, None, data_dir)
-        with memory_only(settings):  # a misspelt profile is named, not shown empty
-            text = current_text(settings, filename)
+        settings = _existing(profile, data_dir)
+        text = current_text(settings, filename)
         print(visible(text.rstrip()) or f"({label} is empty)")
 
     @sub.command("edit")
@@ -71,16 +71,18 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     def history(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """List earlier versions, newest first (numbers for `restore`)."""
         from seelen.chat.visible import visible
+        from seelen.memory.clock import Clock
         from seelen.memory.context import one_line
 
-        with memory_only(settings_from(profile, None, data_dir)) as a:
-            versions = list(reversed(a.files.versions(filename)))
-            if not versions:
-                print(f"no earlier versions of {label}")
-            for number, path in enumerate(versions, start=1):
-                saved = a.clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
-                first = " ".join(path.read_text("utf-8").split())  # its opening, on one line
-                print(f"{number:>3}  {saved}  {visible(one_line(first, HISTORY_PREVIEW))}")
+        settings = _existing(profile, data_dir)
+        versions = list(reversed(_files(settings).versions(filename)))
+        if not versions:
+            print(f"no earlier versions of {label}")
+        clock = Clock(settings.timezone)
+        for number, path in enumerate(versions, start=1):
+            saved = clock.fmt(int(path.stem.split(".")[-1]), seconds=True)
+            first = " ".join(path.read_text("utf-8").split())  # its opening, on one line
+            print(f"{number:>3}  {saved}  {visible(one_line(first, HISTORY_PREVIEW))}")
 
     @sub.command("restore")
     def restore(
@@ -89,29 +91,44 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         data_dir: DataOpt = None,
     ) -> None:
         """Bring back an earlier version (the current one is kept in history too)."""
-        settings = settings_from(profile, None, data_dir)
-        with memory_only(settings) as a:
-            versions = list(reversed(a.files.versions(filename)))
-            if not 1 <= number <= len(versions):
-                earlier = counted(len(versions), "earlier version")
-                raise SeelenError(f"{label} has {earlier}; see history")
-            text = versions[number - 1].read_text("utf-8")
+        settings = _existing(profile, data_dir)
+        versions = list(reversed(_files(settings).versions(filename)))
+        if not 1 <= number <= len(versions):
+            earlier = counted(len(versions), "earlier version")
+            raise SeelenError(f"{label} has {earlier}; see history")
+        text = versions[number - 1].read_text("utf-8")
         write_file(settings, filename, text, f"{label} restore")
         print(f"restored {label} from version {number}")
 
     @sub.command("path")
     def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """Print where the file lives."""
-        with memory_only(settings_from(profile, None, data_dir)) as a:
-            print(a.files.path(filename))
+        print(_files(_existing(profile, data_dir)).path(filename))
+
+
+def _existing(profile: str | None, data_dir: str | None) -> Settings:
+    """The settings of a profile that exists (a misspelt one is named, not shown empty).
+    Reading a file needs nothing else: the memory (store, index) stays closed."""
+    from seelen.runtime import must_exist
+
+    settings = settings_from(profile, None, data_dir)
+    must_exist(settings)
+    return settings
+
+
+def _files(settings: Settings) -> PersonaFiles:
+    """The profile's two files and their history, as a chat would read them."""
+    from seelen.memory.persona import PersonaFiles
+
+    return PersonaFiles(settings.profile_dir)
 
 
 def current_text(settings: Settings, name: str) -> str:
     """The file's text as a chat would use it: the shipped default while it does not exist
     (nothing is created)."""
-    from seelen.memory.persona import PERSONA, PersonaFiles
+    from seelen.memory.persona import PERSONA
 
-    files = PersonaFiles(settings.profile_dir)
+    files = _files(settings)
     files.load()
     return files.persona if name == PERSONA else files.profile
 

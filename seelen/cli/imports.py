@@ -97,7 +97,7 @@ def through_owner(settings: Settings, path: str, fmt: str | None, *, wait: bool)
 @contextlib.contextmanager
 def readable_path(settings: Settings, source: str | None, fmt: str | None) -> Iterator[str]:
     """FILE as an absolute path the owner can read: standard input spooled to a private
-    file in the profile folder (removed afterwards), llm's own logs.db without FILE."""
+    file (removed afterwards), llm's own logs.db without FILE."""
     if source is None and fmt != "llm":
         import typer
 
@@ -112,7 +112,9 @@ def readable_path(settings: Settings, source: str | None, fmt: str | None) -> It
         return
     from seelen.files import private_dir
 
-    folder = private_dir(settings.profile_dir)
+    # In the profile folder (private), or the system's while there is none: a profile
+    # starts only with an export that is read well.
+    folder = private_dir(settings.profile_dir) if settings.profile_dir.is_dir() else None
     fd, name = tempfile.mkstemp(prefix="import-", suffix=".stdin", dir=folder)  # born 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as spool:

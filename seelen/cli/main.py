@@ -162,7 +162,7 @@ def ask(
         typer.Option(
             "--json",
             help="print one JSON object, a failure too: reply, session_id, usage, tool_calls, "
-            "error (null, or the line said on stderr) and, on a failure, saved",
+            "error (null, or the line said on stderr) and saved (whether the question is kept)",
         ),
     ] = False,
     ephemeral: Annotated[

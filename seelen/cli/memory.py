@@ -175,16 +175,32 @@ def memory_reindex(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None
     _memory_command(profile, data_dir, body, write="memory reindex")
 
 
+# Sessions a `sessions list` shows: two lines each (the summary below), a screenful or two.
+SESSIONS_SHOWN = 30
+
+
 @sessions_app.command("list")
 def sessions_list(
-    limit: Annotated[int, typer.Option(help="how many, newest first", min=1, metavar="N")] = 30,
+    limit: Annotated[
+        int, typer.Option(help="how many, newest first", min=1, metavar="N")
+    ] = SESSIONS_SHOWN,
+    offset: Annotated[
+        int, typer.Option(help="skip the N newest (the next page: --offset 30)", min=0, metavar="N")
+    ] = 0,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
-    """The newest sessions with their status and summary."""
+    """The newest sessions with their status and summary; when older ones follow, a line on
+    stderr says how to see them."""
     from seelen.chat.render import render_sessions
 
-    _memory_command(profile, data_dir, lambda a, c: render_sessions(c, a, limit))
+    if _memory_command(profile, data_dir, lambda a, c: render_sessions(c, a, limit, offset)):
+        stderr_console().print(
+            f"older sessions follow: seelen sessions list --offset {offset + limit}"
+            + (f" --limit {limit}" if limit != SESSIONS_SHOWN else ""),
+            style="dim",
+            markup=False,
+        )
 
 
 @sessions_app.command("show")
@@ -290,7 +306,7 @@ def import_(
       seelen import ~/Downloads/chatgpt-export.zip
       seelen export -o backup.json && seelen --profile new import backup.json
     """
-    from seelen.cli.imports import readable_path, through_owner
+    from seelen.cli.imports import read, readable_path, through_owner
     from seelen.memory.imports.source import FORMATS
 
     if fmt is not None and fmt not in FORMATS:
@@ -299,7 +315,10 @@ def import_(
     note = new_profile_note(settings)  # `--profile new import` starts one; a typo too
     if note is not None:
         stderr_console().print(note, style="yellow", markup=False, soft_wrap=True)
+    fresh = not settings.profile_dir.is_dir()
     with readable_path(settings, source, fmt) as path:
+        if fresh:  # recognised here first: a file that is not an export starts no profile
+            read(path, fmt)  # (the owner, started for it, would have made one)
         if summarize or not through_owner(settings, path, fmt, wait=wait):
             _import_here(settings, path, fmt, summarize=summarize, ask=not yes)
 

@@ -273,11 +273,21 @@ def _copy_profile(source: Path, target: Path, *, salvage: bool) -> None:
             shutil.copytree(source / name, target / name, ignore_dangling_symlinks=True)
 
 
-def _copy_database(source: Path, target: Path) -> None:
-    """A consistent copy of a live database through SQLite's backup API."""
+def _copy_database(source: Path, target: Path, *, journal: str = "DELETE") -> None:
+    """A consistent copy of a live database (SQLite's backup API), as one file: a backup in
+    WAL mode would have every read of it leave a -wal and a -shm beside it."""
     target.unlink(missing_ok=True)
     with _sqlite(source) as src, closing(sqlite3.connect(target)) as dst:
         src.backup(dst)
+        dst.execute(f"PRAGMA journal_mode={journal}")
+
+
+def _drop_empty_journal(db: Path) -> None:
+    """Remove the empty -wal and -shm that reading an older Seelen's (WAL) backup leaves."""
+    wal, shm = db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")
+    if wal.is_file() and wal.stat().st_size == 0:
+        wal.unlink()
+        shm.unlink(missing_ok=True)
 
 
 def find_backup(profile_dir: Path, which: str | None) -> Path:
@@ -311,7 +321,8 @@ def restore(profile_dir: Path, which: str | None, keep: int) -> tuple[Path, Path
     saved = backup(profile_dir, keep, label="before-restore", protect=source)
     live = profile_dir / DB_FILE
     incoming = live.with_name(DB_FILE + ".restoring")
-    _copy_database(source / DB_FILE, incoming)
+    _copy_database(source / DB_FILE, incoming, journal="WAL")
+    _drop_empty_journal(source / DB_FILE)
     incoming.chmod(0o600)
     for suffix in ("-wal", "-shm"):  # the old database's journal, kept in `saved`
         live.with_name(DB_FILE + suffix).unlink(missing_ok=True)

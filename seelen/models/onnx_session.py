@@ -11,7 +11,6 @@ import hashlib
 import os
 import platform
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +19,7 @@ import numpy as np
 from seelen.errors import ModelError
 from seelen.files import private_dir
 from seelen.heap import give_back, limit_arenas
+from seelen.models.per_file import PerFile
 
 
 class Named(Protocol):
@@ -40,24 +40,17 @@ READY_DIR = Path(sys.prefix) / "share" / "seelen"
 # Texts `prepare` checks the leaner graph with: a short chat line, a typical answer, the
 # longest text the model keeps (LocalEmbedder cuts at 256 word pieces).
 PROBE_LENGTHS = (3, 40, 256)
-_sessions: dict[Path, OnnxSession] = {}
-_sessions_lock = threading.Lock()
 
 
 def shared_session(path: Path) -> OnnxSession:
     """The process's session for the model file at `path`, loaded on first use."""
-    key = path.resolve()
-    with _sessions_lock:
-        if key not in _sessions:
-            _sessions[key] = load_session(key)
-        return _sessions[key]
+    return _sessions.get(path)
 
 
 def forget_session(path: Path) -> None:
     """Drop the process's session for `path` (runs under way keep theirs until they end);
     the next `shared_session` loads it again."""
-    with _sessions_lock:
-        _sessions.pop(path.resolve(), None)
+    _sessions.forget(path)
 
 
 def load_session(path: Path, ready_in: Path | None = None) -> OnnxSession:
@@ -226,3 +219,6 @@ def _int8(path: Path) -> bytes | None:
     from seelen.models.int8_graph import int8_model
 
     return int8_model(path)
+
+
+_sessions: PerFile[OnnxSession] = PerFile(load_session)

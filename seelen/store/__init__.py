@@ -238,14 +238,15 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
         )
         return [session_row(r) for r in rows]
 
-    def list_sessions(self, limit: int = 50) -> list[Session]:
-        """The newest sessions first, each with the turns it holds now (counted: an older
-        Seelen left the stored count as it was when turns were forgotten)."""
+    def list_sessions(self, limit: int = 50, offset: int = 0) -> list[Session]:
+        """The newest sessions first (past the `offset` newest), each with the turns it holds
+        now (counted: an older Seelen left the stored count as it was when turns were
+        forgotten)."""
         rows = self._query(
             "SELECT *, (SELECT count(*) FROM conversation c WHERE c.session_id = "
             "session.session_id) AS turns_now FROM session "
-            "ORDER BY start_timestamp DESC, rowid DESC LIMIT ?",
-            (limit,),
+            "ORDER BY start_timestamp DESC, rowid DESC LIMIT ? OFFSET ?",
+            (limit, offset),
         )
         return [replace(session_row(r), conv_count=r["turns_now"]) for r in rows]
 
