@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -51,7 +52,8 @@ def connect(path: Path) -> LanceDBConnection:
     limit_arenas()  # before LanceDB starts its threads
     defer_init(LANCEDB_REST_CLIENT)  # a local database never calls it
     try:
-        defer_init(LANCEDB, {"__version__": importlib.metadata.version(LANCEDB)})
+        if LANCEDB not in sys.modules:  # the version is read from disk (1 ms)
+            defer_init(LANCEDB, {"__version__": importlib.metadata.version(LANCEDB)})
         from lancedb._lancedb import Session
         from lancedb.db import LanceDBConnection
     except ImportError:  # importlib.metadata's PackageNotFoundError is one
