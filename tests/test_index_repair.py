@@ -59,6 +59,21 @@ def indexed(tmp_path: Path) -> tuple[Store, VectorIndex, Indexer]:
     return store, index, indexer
 
 
+def test_a_new_profiles_pass_and_search_leave_the_vector_folder_unmade(tmp_path: Path) -> None:
+    """Nothing stored yet (a new user): the indexer's first pass (repair, graphs) and a
+    recall find no table without opening LanceDB (loading it: 0.4 s of CPU), so no folder
+    is made; the first text makes it."""
+    store, index, indexer = opened(tmp_path)
+    assert indexer.index_all() == 0
+    assert indexer.index.build_missing_graphs() == []
+    recall = Recall(store, index, HashEmbedder())
+    assert recall.search("anything", None).turns == []
+    assert not (tmp_path / "lancedb").exists()
+    fill(store, sessions=1, turns=2)
+    assert indexer.index_all() == 3
+    assert_one_vector_per_text(store, index)
+
+
 def test_a_long_pass_frees_the_model_before_the_index_upkeep_at_its_end(tmp_path: Path) -> None:
     store = Store(tmp_path / "chat_sessions.db")
     index = VectorIndex(tmp_path / "lancedb", HashEmbedder.model_id, HashEmbedder.dim)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -451,9 +452,10 @@ def test_a_small_main_table_is_searched_in_a_copy_that_follows_every_change(
 
 
 def test_opening_an_index_skips_lancedbs_rest_client(tmp_path: Path) -> None:
-    """`import lancedb` would load a generated REST client that a local index never uses
-    (over a second); if a LanceDB release starts needing it at import, this fails loudly
-    rather than letting every start-up slow down again."""
+    """`import lancedb` would load a generated REST client, the cloud client, namespaces and
+    catalogs that a local index never uses (over a second); if a LanceDB release starts
+    needing them at import, this fails loudly rather than letting every start-up slow down
+    again. Each is still there at its first use."""
     code = f"""
 import sys
 import numpy as np
@@ -462,9 +464,13 @@ index = VectorIndex({str(tmp_path / "lancedb")!r}, "m", 4)
 index.add("turns", [VectorRow("t1", "s1", 0, np.ones(4))])
 assert index.search("turns", np.ones(4), 1)[0].text_id == "t1"
 print(sorted(m for m in sys.modules if m.startswith("lance_namespace_urllib3_client.api")))
+print(sorted(m for m in ("lancedb.remote.db", "lancedb.namespace", "lancedb.catalog")
+             if m in sys.modules))
 import lance_namespace_urllib3_client as client
-print(client.ApiClient.__name__)  # still there, loaded on first use
+import lancedb
+print(client.ApiClient.__name__, lancedb.connect.__name__, lancedb.__version__)
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["[]", "ApiClient"]
+    version = importlib.metadata.version("lancedb")
+    assert result.stdout.split("\n")[:3] == ["[]", "[]", f"ApiClient connect {version}"]

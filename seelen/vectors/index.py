@@ -171,6 +171,10 @@ class VectorIndex(TableUpkeep, IndexSwaps):
     def _exists(self, name: str) -> bool:
         if self.read_only and not self.path.is_dir():  # connecting would create the folder
             return False
+        if self._db is None and not folders.present(self.path):
+            # Nothing stored yet (a new profile): no table, and no need to load LanceDB to
+            # say so (0.4 s of CPU in every process that opens a new profile's index).
+            return False
         return name in self._tables or name in self._connect().list_tables().tables
 
     @overload

@@ -5,16 +5,18 @@ Stateless helpers; `VectorIndex` decides which table each one runs on.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from seelen.deferred import LANCEDB_REST_CLIENT, defer_init
+from seelen.deferred import LANCEDB, LANCEDB_REST_CLIENT, defer_init
 from seelen.errors import StoreError
 from seelen.files import private_dir
 from seelen.heap import limit_arenas
@@ -50,19 +52,22 @@ def connect(path: Path) -> LanceDBConnection:
     limit_arenas()  # before LanceDB starts its threads
     defer_init(LANCEDB_REST_CLIENT)  # a local database never calls it
     try:
-        import lancedb
-    except ImportError:
+        if LANCEDB not in sys.modules:  # the version is read from disk (1 ms)
+            defer_init(LANCEDB, {"__version__": importlib.metadata.version(LANCEDB)})
+        from lancedb._lancedb import Session
+        from lancedb.db import LanceDBConnection
+    except ImportError:  # importlib.metadata's PackageNotFoundError is one
         raise StoreError("the 'lancedb' package is missing: reinstall Seelen") from None
     private_dir(path)
     # Bounded caches: a search keeps the index partitions it probed, and unbounded they grew
     # to the whole index (389 MB at a million turns). At 1M turns, 60 searches: 64 MiB of
     # index cache gave 31.7 / 45.2 ms median / p95 and 427 MiB RSS, no bound 24.4 / 50.3 ms
     # and 559 MiB (load 1.6); an index smaller than the bound is kept whole, as before.
-    session = lancedb.Session(
+    session = Session(
         index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
     )
-    # A folder always gives the local connection; the declared type covers remote ones too.
-    return cast("LanceDBConnection", lancedb.connect(path, session=session))
+    # What `lancedb.connect` makes of a folder (it imports the cloud client to decide so).
+    return LanceDBConnection(path, session=session)
 
 
 def schema(dim: int) -> pa.Schema:
