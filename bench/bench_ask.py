@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,6 +103,54 @@ def line(label: str, values: list[float], unit: str) -> str:
     )
 
 
+def llm_environment(home: Path, url: str) -> dict[str, str]:
+    """simonw/llm's environment: a user dir in `home` whose model "fake" is the server at
+    `url`."""
+    home.mkdir(exist_ok=True)
+    (home / "extra-openai-models.yaml").write_text(
+        f"- model_id: fake\n  model_name: test-model\n  api_base: {url}\n  api_key_name: fake\n"
+    )
+    (home / "keys.json").write_text('{"fake": "sk-bench"}')
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SEELEN_")}
+    return {**base, "LLM_USER_PATH": str(home)}
+
+
+def compare(
+    seelen_cmd: list[str],
+    env: dict[str, str],
+    llm_env: dict[str, str],
+    llm: str,
+    runs: int,
+    owner: Callable[[], int | None] | None = None,
+) -> dict[str, list[float]]:
+    """`runs` pairs of `llm -m fake hello` and `seelen_cmd` (after one warm-up each), in
+    alternation: each one's CPU, wall and peak RSS, the owner's CPU for each answer (its pid
+    from `owner`, default: asked of this Seelen), and per pair the ratios of CPU and wall
+    against llm's, and of the client's and the owner's CPU together."""
+    find_owner = owner or (lambda: owner_pid(env))
+    llm_cmd = [llm, "-m", "fake", "hello"]
+    run(llm_cmd, llm_env)  # warm both once
+    run(seelen_cmd, env)
+    llm_runs, seelen_runs, owner_runs = [], [], []
+    for _ in range(runs):
+        llm_runs.append(run(llm_cmd, llm_env))
+        pid = find_owner()
+        before = owner_cpu(pid)
+        seelen_runs.append(run(seelen_cmd, env))
+        owner_runs.append(owner_cpu(pid) - before)
+    out = {
+        f"{who} {name}": [r[i] for r in rs]
+        for who, rs in (("llm", llm_runs), ("seelen", seelen_runs))
+        for i, name in enumerate(("cpu", "wall", "rss"))
+    }
+    out["owner cpu"] = owner_runs
+    pairs = list(zip(seelen_runs, owner_runs, llm_runs, strict=True))
+    out["ratio cpu"] = [s[0] / max(b[0], 1e-9) for s, _, b in pairs]
+    out["ratio wall"] = [s[1] / max(b[1], 1e-9) for s, _, b in pairs]
+    out["ratio cpu with owner"] = [(s[0] + o) / max(b[0], 1e-9) for s, o, b in pairs]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
@@ -113,15 +162,8 @@ def main() -> None:
         ModelServer(responder=lambda body: Reply(text="ok")) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        llm_home = Path(tmp) / "llm"
-        llm_home.mkdir()
-        (llm_home / "extra-openai-models.yaml").write_text(
-            f"- model_id: fake\n  model_name: test-model\n  api_base: {server.url}\n"
-            "  api_key_name: fake\n"
-        )
-        (llm_home / "keys.json").write_text('{"fake": "sk-bench"}')
+        llm_env = llm_environment(Path(tmp) / "llm", server.url)
         base = {k: v for k, v in os.environ.items() if not k.startswith("SEELEN_")}
-        llm_env = {**base, "LLM_USER_PATH": str(llm_home)}
         env = {
             **base,
             "OPENAI_BASE_URL": server.url,
@@ -145,30 +187,16 @@ def main() -> None:
         print(line("in-process ask wall", [r[1] for r in inproc], "s"))
         print(line("in-process ask peak RSS", [r[2] for r in inproc], "MiB"))
 
-        run([args.llm, "-m", "fake", "hello"], llm_env)  # warm both once
-        run(seelen_cmd, env)
-        llm_runs, seelen_runs, owner_runs = [], [], []
-        for _ in range(args.runs):
-            llm_runs.append(run([args.llm, "-m", "fake", "hello"], llm_env))
-            pid = owner_pid(env)
-            before = owner_cpu(pid)
-            seelen_runs.append(run(seelen_cmd, env))
-            owner_runs.append(owner_cpu(pid) - before)
-        for i, name in enumerate(("cpu", "wall", "peak RSS")):
-            unit = "MiB" if i == 2 else "s"
-            print(line(f"llm -m fake {name}", [r[i] for r in llm_runs], unit))
-            print(line(f"seelen ask {name}", [r[i] for r in seelen_runs], unit))
-        print(line("owner cpu per answer", owner_runs, "s"))
-        pairs = list(zip(seelen_runs, llm_runs, strict=True))
-        cpu_ratio = [s[0] / max(base_run[0], 1e-9) for s, base_run in pairs]
-        wall_ratio = [s[1] / max(base_run[1], 1e-9) for s, base_run in pairs]
-        both = [
-            (s[0] + o) / max(base_run[0], 1e-9)
-            for s, o, base_run in zip(seelen_runs, owner_runs, llm_runs, strict=True)
-        ]
-        print(line("ratio cpu seelen/llm (goal <= 0.5)", cpu_ratio, "x"))
-        print(line("ratio wall seelen/llm (goal <= 0.5)", wall_ratio, "x"))
-        print(line("ratio cpu (client + owner)/llm", both, "x"))
+        got = compare(seelen_cmd, env, llm_env, args.llm, args.runs)
+        for name in ("cpu", "wall", "rss"):
+            unit = "MiB" if name == "rss" else "s"
+            label = "peak RSS" if name == "rss" else name
+            print(line(f"llm -m fake {label}", got[f"llm {name}"], unit))
+            print(line(f"seelen ask {label}", got[f"seelen {name}"], unit))
+        print(line("owner cpu per answer", got["owner cpu"], "s"))
+        print(line("ratio cpu seelen/llm (goal <= 0.5)", got["ratio cpu"], "x"))
+        print(line("ratio wall seelen/llm (goal <= 0.5)", got["ratio wall"], "x"))
+        print(line("ratio cpu (client + owner)/llm", got["ratio cpu with owner"], "x"))
         subprocess.run(
             [str(Path(sys.executable).parent / "seelen"), "server", "stop"],
             env=env,

@@ -68,10 +68,19 @@ def mcp_children() -> list[int]:
     ]
 
 
-async def stdio_run(questions: list[str], starts: int, searches: int) -> None:
+async def stdio_run(
+    questions: list[str],
+    starts: int,
+    searches: int,
+    command: str = SEELEN,
+    env: dict[str, str] | None = None,
+) -> dict[str, list[float]]:
+    """`starts` starts of `command mcp` over stdio, each to `tools/list` answered (with
+    `searches` search_memory calls in the first), printed; returns the start times (ms), the
+    servers' CPU by then (ms) and their peak RSS (MiB)."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=SEELEN, args=["mcp"], env=dict(os.environ))
+    params = StdioServerParameters(command=command, args=["mcp"], env=env or dict(os.environ))
     start_times, start_cpu, round_trips, rss = [], [], [], []
     for run in range(starts):
         t0 = time.perf_counter()
@@ -80,7 +89,7 @@ async def stdio_run(questions: list[str], starts: int, searches: int) -> None:
             await session.list_tools()
             start_times.append(time.perf_counter() - t0)
             start_cpu += [cpu_seconds(pid) * 1000 for pid in mcp_children()]
-            if run == 0:
+            if run == 0 and searches:
                 for i in range(searches + 5):
                     t1 = time.perf_counter()
                     result = await session.call_tool(
@@ -92,8 +101,10 @@ async def stdio_run(questions: list[str], starts: int, searches: int) -> None:
             rss += [peak_rss_mib(pid) for pid in mcp_children()]
     print(line("start to tools/list answered (stdio)", [t * 1000 for t in start_times], "ms"))
     print(line("  its CPU (user + system) by then", start_cpu, "ms"))
-    print(line("search_memory round trip (stdio)", round_trips, "ms"))
+    if round_trips:
+        print(line("search_memory round trip (stdio)", round_trips, "ms"))
     print(f"{'seelen mcp peak RSS (VmHWM)':<40} max {max(rss):6.1f} MiB over {len(rss)} runs")
+    return {"start": [t * 1000 for t in start_times], "cpu": start_cpu, "rss": rss}
 
 
 async def http_run(questions: list[str], searches: int) -> None:

@@ -538,17 +538,16 @@ def print_latency(size: int, times: dict[str, list[float]], short: list[bool]) -
 
 class StagedRecall(Recall):
     """Chat's recall, timing its stages: the passages (neighbours looked up, the budget
-    filled), the word shares that weigh BM25's votes, the lift of the user's answers to
-    matching questions, and the second round in the best sessions (when the ranking ran out
-    before the prompt: their turns looked up, searched, and appended): wall time, and
-    the thread's CPU time, which a busy machine inflates far less."""
+    filled, each time `_turns` fills them), the word shares that weigh BM25's votes, and the
+    second round in the best sessions (when the ranking ran out before the prompt: their
+    turns looked up, searched, and appended): wall time, and the thread's CPU time, which a
+    busy machine inflates far less."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.stages: dict[str, tuple[list[float], list[float]]] = {
             "passage": ([], []),
             "word-share": ([], []),
-            "answer-lift": ([], []),
             "inside": ([], []),
         }
 
@@ -561,12 +560,8 @@ class StagedRecall(Recall):
             wall.append((time.perf_counter() - started) * 1000)
             used.append((time.thread_time() - cpu) * 1000)
 
-    def _passages(self, ranked: list[Any], fill: Any) -> list[Any]:
-        result: list[Any] = self._timed("passage", super()._passages, ranked, fill)
-        return result
-
-    def _answers(self, fused: Any, reads: Any) -> Any:
-        return self._timed("answer-lift", super()._answers, fused, reads)
+    def _turns(self, items: Any, limit: Any, fill: Any) -> Any:
+        return self._timed("passage", super()._turns, items, limit, fill)
 
     def _more(self, fused: Any, vector: Any, ranked: Any, notices: Any, reads: Any) -> Any:
         return self._timed("inside", super()._more, fused, vector, ranked, notices, reads)

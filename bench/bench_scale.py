@@ -1,8 +1,9 @@
 """A lifetime of conversations: import throughput, and every data command at 100k and 1M turns.
 
 Usage:
-    .venv/bin/python bench/bench_scale.py [--import-turns 20014] [--sizes 100000,1000000]
-                                          [--skip-import] [--cache /tmp/seelen-scale]
+    .venv/bin/python bench/bench_scale.py [--rows import,search,owner,ask,mcp,recall,scale]
+        [--seelen PATH] [--import-turns 20014] [--data-dir DIR] [--sizes 100000,1000000]
+        [--cache /tmp/seelen-scale] [--owner-quiet 60] [--llm /tmp/llmvenv/bin/llm]
 
 Import row: a ChatGPT export (bench_import.py's generator: MemoryBank's real English
 exchanges, ten a conversation, 20,014 turns in 1,001 conversations) goes through `seelen
@@ -21,8 +22,18 @@ import profile (21,015 texts) and on each scale profile for --reindex-seconds, t
 stopped; its rate gives the whole. `ask` runs against tests/model_server.py's server,
 in-process (SEELEN_OWNER=false) and through a warm owner (SEELEN_OWNER=true).
 
-Rows that belong to other parts of the issue (search p95, owner idle RSS, ask against
-simonw/llm, `seelen mcp` tools/list) are printed by their own benches: see OTHER_ROWS.
+The issue's other rows (scale_rows.py), on the import profile: `memory search --json --batch`
+of bench_recall.py's 200 speed questions (each one's `ms`), the owner's RSS after one `ask`
+and after --owner-quiet seconds, `seelen ask` against simonw/llm (bench_ask.py), `seelen mcp`
+from its start to tools/list (bench_mcp_server.py); and bench_recall.py --speed at 100k turns.
+The same batch search runs on each scale profile. `--rows` picks rows: import, reindex (the
+import profile embedded again), search, owner, ask, mcp, recall, scale (the 100k / 1M
+command rows). `--seelen PATH` measures another install (a worktree of an older commit with
+its own venv): every row goes through that command, the recall row through that tree's own
+bench_recall.py and Python; what it cannot do prints "n/a" and why. Time a row takes at load
+3.5-7: import 4 min (1.5 on a quiet machine), reindex as long, search 15-20 s, owner
+--owner-quiet + 5 s, ask ~30 s, mcp ~10 s, recall 2-4 min, scale ~3 min at 100k (plus the
+build once: ~2 min), ~20 min at 1M (plus ~25 min once).
 """
 
 from __future__ import annotations
@@ -44,23 +55,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import bench_import
+import scale_rows
+from scale_rows import QUESTION, environment, load
 
 SEELEN = str(Path(sys.executable).with_name("seelen"))
 TIME = "/usr/bin/time"  # GNU time: the command's own peak RSS
 DAY_MS = 86_400_000
 TURNS_PER_SESSION = 20
 POOL = 2000  # distinct real vectors the scale rows borrow
-QUESTION = "what did I say about my sister's wedding plans"
-OTHER_ROWS = {
-    "memory search --batch p95": "bench/bench_recall.py --speed",
-    "owner idle RSS after one ask": "bench/bench_ask.py",
-    "ask CPU against simonw/llm": "bench/bench_ask.py",
-    "seelen mcp: start to tools/list": "bench/bench_mcp_server.py",
-}
-
-
-def load() -> str:
-    return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def timed(cmd: list[str], env: dict[str, str], *, limit: float | None = None) -> dict[str, float]:
@@ -93,12 +95,6 @@ def timed(cmd: list[str], env: dict[str, str], *, limit: float | None = None) ->
     return {"wall": wall, "cpu": user + system, "rss": rss / 1024, "stopped": float(stopped)}
 
 
-def environment(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEELEN_", "OPENAI_"))}
-    env.update(SEELEN_DATA_DIR=str(data_dir), EMBEDDING_PROVIDER="local", **extra)
-    return env
-
-
 def counts(data_dir: Path) -> tuple[int, int]:
     """(texts that belong in the index, texts marked indexed) of the default profile."""
     import sqlite3
@@ -116,8 +112,9 @@ def counts(data_dir: Path) -> tuple[int, int]:
 # -- the import row ------------------------------------------------------------------------
 
 
-def import_row(turns: int, workdir: Path) -> Path:
-    """Import a ChatGPT export of `turns` turns; returns the data dir (reused by reindex)."""
+def import_row(turns: int, workdir: Path, *, shown: bool = True) -> Path:
+    """Import a ChatGPT export of `turns` turns into a fresh data dir under `workdir` (the
+    row printed when `shown`); returns the data dir (the quick rows and reindex use it)."""
     bench_import.EXCHANGES_PER_CONVERSATION = 10
     pairs = bench_import.exchanges(bench_import.DATA, long=False)
     export = workdir / "conversations.json"
@@ -130,12 +127,13 @@ def import_row(turns: int, workdir: Path) -> Path:
     result = timed([SEELEN, "import", str(export)], environment(data_dir, SEELEN_OWNER="false"))
     texts, indexed = counts(data_dir)
     assert texts == indexed, f"{texts - indexed} texts without a vector"
-    print(
-        f"| import until every text has its vector ({texts:,} texts) | {result['wall']:.1f} s "
-        f"({texts / result['wall']:.0f} texts/s) | CPU {result['cpu']:.1f} s: "
-        f"{2 * texts / result['cpu']:.0f} texts/s on two idle cores | load {before} |"
-    )
-    print(f"| import peak RSS | {result['rss']:.0f} MiB | | load {load()} |", flush=True)
+    if shown:
+        print(
+            f"| import until every text has its vector ({texts:,} texts) | {result['wall']:.1f} "
+            f"s ({texts / result['wall']:.0f} texts/s) | CPU {result['cpu']:.1f} s: "
+            f"{2 * texts / result['cpu']:.0f} texts/s on two idle cores | load {before} |"
+        )
+        print(f"| import peak RSS | {result['rss']:.0f} MiB | | load {load()} |", flush=True)
     return data_dir
 
 
@@ -244,13 +242,7 @@ def row(label: str, size: int, result: dict[str, float], note: str = "") -> None
 def command_rows(size: int, data_dir: Path, server_url: str, reindex_seconds: float) -> None:
     """Each data command once on the profile of `size` turns, as its own process."""
     env = environment(data_dir)
-    ask_env = {
-        **env,
-        "OPENAI_BASE_URL": server_url,
-        "OPENAI_API_KEY": "sk-bench",
-        "CHAT_MODEL": "test-model",
-        "ENABLE_MCP": "false",
-    }
+    ask_env = scale_rows.ask_environment(data_dir, server_url)
     out = data_dir / "export.json"
     commands = [
         (
@@ -271,7 +263,11 @@ def command_rows(size: int, data_dir: Path, server_url: str, reindex_seconds: fl
         ("`ask`, warm owner", [SEELEN, "ask", QUESTION], ask_env),
     ]
     for label, cmd, command_env in commands:
-        row(label, size, timed(cmd, command_env))
+        try:
+            row(label, size, timed(cmd, command_env))
+        except RuntimeError as exc:  # another install that cannot read this profile
+            scale_rows.na(f"{label} at {size:,} turns", str(exc).splitlines()[-1][:200])
+    scale_rows.search_row(SEELEN, data_dir, size)
     owner_rss(size, ask_env)
     subprocess.run([SEELEN, "server", "stop"], env=ask_env, capture_output=True, check=False)
     out.unlink(missing_ok=True)
@@ -280,16 +276,13 @@ def command_rows(size: int, data_dir: Path, server_url: str, reindex_seconds: fl
 
 
 def owner_rss(size: int, env: dict[str, str]) -> None:
-    """The warm owner's RSS after the asks (its peak, and what it holds now)."""
-    from seelen.client.connect import owner_status
-    from seelen.config import load_settings
-
-    status = owner_status(load_settings(environ=env))
-    pid = getattr(status, "pid", None)
-    if not pid:
+    """The warm owner's RSS after the asks (its peak, and what it holds now), found in /proc
+    whatever the install's version."""
+    pids = scale_rows.owner_pids(Path(env["SEELEN_DATA_DIR"]))
+    if not pids:
         return
     fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        line.split(":", 1) for line in Path(f"/proc/{pids[0]}/status").read_text().splitlines()
     )
     rss, peak = (int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))
     label = f"the owner after the asks, at {size:,} turns"
@@ -321,29 +314,65 @@ def reindex_row(size: int, data_dir: Path, env: dict[str, str], seconds: float) 
     row("`memory reindex`", size, result, note)
 
 
+ROWS = ("import", "reindex", "search", "owner", "ask", "mcp", "recall", "scale")
+
+
 def main() -> None:
+    global SEELEN
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"of {', '.join(ROWS)}")
+    parser.add_argument("--seelen", default=SEELEN, help="the `seelen` command measured")
     parser.add_argument("--import-turns", type=int, default=20014)
-    parser.add_argument("--skip-import", action="store_true")
+    parser.add_argument("--data-dir", type=Path, help="a data dir this install imported")
+    parser.add_argument("--skip-import", action="store_true", help="the same as no import row")
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/seelen-scale"))
     parser.add_argument("--reindex-seconds", type=float, default=60.0)
+    parser.add_argument("--owner-quiet", type=float, default=60.0, help="seconds")
+    parser.add_argument("--llm", default="/tmp/llmvenv/bin/llm")
+    parser.add_argument("--ask-runs", type=int, default=6)
+    parser.add_argument("--mcp-starts", type=int, default=5)
     args = parser.parse_args()
+    rows = [r for r in args.rows.split(",") if r and not (r == "import" and args.skip_import)]
+    if unknown := set(rows) - set(ROWS):
+        raise SystemExit(f"--rows: unknown {sorted(unknown)}, not of {ROWS}")
+    SEELEN = str(Path(args.seelen).resolve())
     from model_server import ModelServer, Reply
 
-    print(f"load before: {load()} (2 cores)\n")
+    print(f"`seelen`: {SEELEN}; load before: {load()} (2 cores)\n")
     print("| measure | wall | CPU | peak RSS | load |\n| --- | --- | --- | --- | --- |")
     with (
         tempfile.TemporaryDirectory() as tmp,
         ModelServer(responder=lambda body: Reply(text="ok")) as server,
     ):
-        if not args.skip_import:
-            imported = import_row(args.import_turns, Path(tmp))
-            reindex_row(args.import_turns, imported, environment(imported), 10_000)
-        for size in (int(s) for s in args.sizes.split(",") if s):
-            command_rows(size, build(size, args.cache), server.url, args.reindex_seconds)
-    for measure, bench in OTHER_ROWS.items():
-        print(f"({measure}: {bench})")
+        quick_rows(rows, args, Path(tmp), server.url)
+        if "recall" in rows:
+            scale_rows.recall_row(SEELEN, 100_000)
+        if "scale" in rows:
+            for size in (int(s) for s in args.sizes.split(",") if s):
+                command_rows(size, build(size, args.cache), server.url, args.reindex_seconds)
+
+
+def quick_rows(rows: list[str], args: argparse.Namespace, tmp: Path, url: str) -> None:
+    """The rows measured on a profile of `--import-turns` imported turns (imported here by
+    the install measured, unless `--data-dir` names one it imported)."""
+    if not {"import", "reindex", "search", "owner", "ask", "mcp"} & set(rows):
+        return
+    data_dir = args.data_dir
+    if "import" in rows or data_dir is None:
+        data_dir = import_row(args.import_turns, tmp, shown="import" in rows)
+    if "reindex" in rows:
+        reindex_row(args.import_turns, data_dir, environment(data_dir), 10_000)
+    turns = args.import_turns
+    if "search" in rows:
+        scale_rows.search_row(SEELEN, data_dir, turns)
+    if "owner" in rows:
+        scale_rows.owner_row(SEELEN, data_dir, url, args.owner_quiet)
+    if "ask" in rows:
+        scale_rows.ask_row(SEELEN, data_dir, url, args.llm, args.ask_runs)
+    if "mcp" in rows:
+        scale_rows.mcp_row(SEELEN, data_dir, url, args.mcp_starts)
+    scale_rows.stop_owner(SEELEN, environment(data_dir))
 
 
 if __name__ == "__main__":

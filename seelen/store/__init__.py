@@ -1,8 +1,8 @@
 """SQLite: sessions, turns, summaries and their queries. The source of truth for every text.
 
-Timestamps are integer milliseconds since the epoch; `seq` keeps the order of turns that
-share a millisecond. Every write commits before it returns, so a crash loses nothing that
-a caller was told is saved. One connection is shared between threads behind a lock.
+Timestamps are integer milliseconds since the epoch; `seq` keeps the order of turns that share a
+millisecond. Every write commits before it returns, so a crash loses nothing a caller was told is
+saved. Threads share one connection behind a lock; the direct word search reads on a second one.
 """
 
 from __future__ import annotations
@@ -147,9 +147,11 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
     # --- plumbing ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (checkpointing the WAL)."""
+        """Close the connections (the main one checkpoints the WAL)."""
         with self._lock:
             self._db.close()
+            if self._second is not None:
+                self._second.close()
 
     def _migrate(self) -> None:
         with self._lock:
@@ -168,8 +170,7 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
 
     def quick_check(self) -> str:
         """SQLite's own consistency check: 'ok' when the file is healthy."""
-        verdict: str = self._query("PRAGMA quick_check")[0][0]
-        return verdict
+        return str(self._query("PRAGMA quick_check")[0][0])
 
     def applied_migrations(self) -> list[str]:
         """Names of the migrations applied to this database, in order."""

@@ -9,10 +9,12 @@ import math
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from seelen.store.reader import SecondReader
 from seelen.store.records import (
     INDEXABLE_TURN,
     RECOUNT_TURNS,
@@ -125,7 +127,10 @@ class TextSearch:
     _db: sqlite3.Connection
     _lock: threading.RLock
     _word_counts: WordCounts | None = None  # made at the first count
+    _second: SecondReader | None = None  # made at the first direct word search
     common_rows: int
+    path: Path
+    _connect: Callable[..., sqlite3.Connection]
 
     def _rows_holding(
         self, fts: str, column: str, terms: Sequence[str], after: int = 0
@@ -212,7 +217,9 @@ class TextSearch:
             match += f" AND (session_id : ({' OR '.join(phrase(s) for s in only_sessions)}))"
         if exclude_session is not None:
             match += f" NOT (session_id : {phrase(exclude_session)})"
-        rows = self._query(
+        # The search over the whole memory, the heaviest, runs on a connection of its own.
+        run = self._query if only_sessions else self._second_reader().query
+        rows = run(
             "SELECT c.text_id, -f.rank, c.session_id FROM (SELECT rowid, rank FROM "
             "conversation_fts WHERE conversation_fts MATCH ? ORDER BY rank LIMIT ?) f "
             "JOIN conversation c ON c.seq = f.rowid ORDER BY f.rank",
@@ -224,6 +231,12 @@ class TextSearch:
             for r in rows
             if r[2] != exclude_session and (not only_sessions or r[2] in only_sessions)
         ]
+
+    def _second_reader(self) -> SecondReader:
+        with self._lock:
+            if self._second is None:
+                self._second = SecondReader(self.path, self._connect, self._query)
+            return self._second
 
     def word_shares(self, query: str, text_ids: Iterable[str]) -> dict[str, float]:
         """How much of the question each turn holds: the share of the question's word weight
