@@ -241,8 +241,7 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
 
     def list_sessions(self, limit: int = 50, offset: int = 0) -> list[Session]:
         """The newest sessions first (past the `offset` newest), each with the turns it holds
-        now (counted: an older Seelen left the stored count as it was when turns were
-        forgotten)."""
+        now (counted: an older Seelen kept the count of before a forget)."""
         rows = self._query(
             "SELECT *, (SELECT count(*) FROM conversation c WHERE c.session_id = "
             "session.session_id) AS turns_now FROM session "
