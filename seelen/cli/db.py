@@ -124,8 +124,9 @@ def backup(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
     from seelen.memory.maintenance import backup as run_backup
 
     settings = _settings(profile, data_dir)
-    # SQLite's integrity check reads the whole file, as the copy does (0.4 s at 100k turns).
-    for f in sqlite_findings(settings.profile_dir / DB_FILE):
+    # SQLite's quick check reads every page, as the copy does: 0.8-0.9 s at a million turns
+    # (the full integrity check, which also matches each index to its table, 5.1-5.4 s).
+    for f in sqlite_findings(settings.profile_dir / DB_FILE, quick=True):
         if f.name == INTEGRITY and not f.ok:
             raise SeelenError(
                 f"the database is damaged ({f.detail}), so no backup was made (its copy would "

@@ -95,21 +95,21 @@ def check(app: OpenProfile, sqlite: list[Finding] | None = None) -> list[Finding
 INTEGRITY = "SQLite integrity"
 
 
-def sqlite_findings(db_path: Path) -> list[Finding]:
+def sqlite_findings(db_path: Path, *, quick: bool = False) -> list[Finding]:
     """SQLite's integrity_check and foreign_key_check (needs no open profile, so a damaged
-    database is reported rather than refused)."""
+    database is reported rather than refused); `quick`: its quick_check alone, which reads
+    every page but matches no index to its table (all a backup needs to know)."""
     try:
         with _sqlite(db_path) as db:
-            verdict = [r[0] for r in db.execute("PRAGMA integrity_check")]
-            orphans = db.execute("PRAGMA foreign_key_check").fetchall()
+            pragma = "PRAGMA quick_check" if quick else "PRAGMA integrity_check"
+            verdict = [r[0] for r in db.execute(pragma)]
+            orphans = [] if quick else db.execute("PRAGMA foreign_key_check").fetchall()
     except StoreError as exc:
         return [Finding(INTEGRITY, False, str(exc))]
+    sound = Finding(INTEGRITY, verdict == ["ok"], "; ".join(verdict[:5]))
     point = "points" if len(orphans) == 1 else "point"
     keys = f"{counted(len(orphans), 'row')} {point} at a missing session" if orphans else "ok"
-    return [
-        Finding(INTEGRITY, verdict == ["ok"], "; ".join(verdict[:5])),
-        Finding("SQLite foreign keys", not orphans, keys),
-    ]
+    return [sound] if quick else [sound, Finding("SQLite foreign keys", not orphans, keys)]
 
 
 def index_findings(app: OpenProfile) -> list[Finding]:
