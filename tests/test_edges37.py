@@ -341,3 +341,28 @@ async def test_exit_alone_at_the_prompt_leaves_instead_of_being_sent(env: ModelS
         await app.aclose()
         assert texts[-1] == "the sky is blue", (word, texts)
     assert len(env.chat_requests()) == 2  # "the sky is blue", once each time
+
+
+def test_sessions_list_shows_a_failed_archive_as_pending_not_active(data_dir: Path) -> None:
+    """A /save whose model failed leaves its session stored as active, its archive begun:
+    `sessions list` showed it "active" beside the new session, two active sessions."""
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    old = store.create_session(start_ms=1_000).session_id
+    store.add_turns(old, [("user", "my dog Rex", None, 1_000)])
+    store.record_archive_step(old, "started")  # the archive began, then the model failed
+    new = store.create_session(start_ms=2_000).session_id
+    store.add_turns(new, [("user", "hello again", None, 2_000)])
+    store.close()
+    listed = run_cli("sessions", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = {
+        line[:12]: line for line in listed.stdout.splitlines() if line[:12] in (old[:12], new[:12])
+    }
+    assert "archive pending, 1 turn" in lines[old[:12]], listed.stdout
+    assert "active, 1 turn" in lines[new[:12]], listed.stdout
+    assert max(len(line) for line in lines.values()) <= 80, listed.stdout
+    store = open_store(data_dir)  # shown so, stored as it was
+    assert store.get_session(old).status == "active"  # type: ignore[union-attr]
+    store.close()
+

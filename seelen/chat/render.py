@@ -246,8 +246,10 @@ def _ranks(item: RecalledItem) -> str:
 def render_sessions(console: Console, app: App, limit: int, offset: int = 0) -> bool:
     """The newest sessions past the `offset` newest, one line each (id, time, status, turns)
     and the summary below it, whole: in a table the dates left the summary ~15 columns of
-    80, which showed "Dad…". Returns whether older sessions follow."""
+    80, which showed "Dad…". Returns whether older sessions follow. A session whose archive
+    failed is stored as active until the next start finishes it: shown "archive pending"."""
     sessions = app.store.list_sessions(limit + 1, offset)
+    pending = {p.session_id for p in app.store.pending_archives()}
     more = len(sessions) > limit
     if not sessions:
         console.print(
@@ -260,7 +262,8 @@ def render_sessions(console: Console, app: App, limit: int, offset: int = 0) -> 
             console,
             Text.assemble(
                 (s.session_id[:12], "bold"),
-                f"  {when}  {s.status}, {counted(s.conv_count, 'turn')}",
+                f"  {when}  {'archive pending' if s.session_id in pending else s.status}, "
+                f"{counted(s.conv_count, 'turn')}",
             ),
         )
         text = summary.text if summary else s.rolling_summary
