@@ -366,3 +366,20 @@ def test_sessions_list_shows_a_failed_archive_as_pending_not_active(data_dir: Pa
     assert store.get_session(old).status == "active"  # type: ignore[union-attr]
     store.close()
 
+
+async def test_knowledge_without_a_query_says_what_it_does_and_how_to_add_a_folder(
+    env: ModelServer,
+) -> None:
+    """`/knowledge` alone, with no folder, said only "No knowledge folder": not what the
+    command does nor that it takes a query, as /memory's usage line says."""
+    async with chat_at(80) as (repl, out):
+        await repl.handle("/knowledge")
+        alone = out.getvalue()
+        await repl.handle("/k salt guild")
+    assert "Usage: /knowledge QUERY: search the notes of your knowledge folders" in alone
+    assert "seelen knowledge add PATH" in alone
+    assert len(alone.strip().splitlines()) == 2, alone  # one line each at 80 columns
+    asked = out.getvalue()[len(alone) :]  # with a query: how to add a folder, no usage line
+    assert "seelen knowledge add PATH" in asked and "Usage" not in asked, asked
+    assert env.chat_requests() == []  # a slash command, never sent to the model
+

@@ -231,11 +231,17 @@ async def _knowledge(repl: Repl, arg: str) -> bool:
     from seelen.chat.render import render_passages
 
     knowledge = repl.app.knowledge
-    if knowledge is None:
-        repl.console.print("[yellow]No knowledge folder: seelen knowledge add PATH[/yellow]")
-        return True
-    if not arg:
-        repl.console.print("[yellow]Usage: /knowledge QUERY[/yellow]")
+    if not arg:  # what it does first: "No knowledge folder" alone taught nothing
+        repl.console.print(
+            "[yellow]Usage: /knowledge QUERY: search the notes of your knowledge folders by "
+            "hand[/yellow]"
+        )
+    if knowledge is None:  # a chat opens the folders once, as it starts
+        repl.console.print(
+            "[yellow]No folder yet: add one with `seelen knowledge add PATH` and reopen the "
+            "chat.[/yellow]"
+        )
+    if knowledge is None or not arg:
         return True
     if knowledge.problem:
         repl.console.print(Text(knowledge.problem, style="yellow"))
