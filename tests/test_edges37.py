@@ -383,3 +383,15 @@ async def test_knowledge_without_a_query_says_what_it_does_and_how_to_add_a_fold
     assert "seelen knowledge add PATH" in asked and "Usage" not in asked, asked
     assert env.chat_requests() == []  # a slash command, never sent to the model
 
+
+def test_forget_names_its_argument_alike_in_usage_and_error(data_dir: Path) -> None:
+    """`memory forget` alone printed "Usage: … [text_id]" above "give a TEXT_ID": the
+    name a user reads twice, spelt two ways. `memory search` said [query] / QUERY."""
+    stored_profile(data_dir)
+    forget = run_cli("memory", "forget")
+    assert forget.returncode == 2
+    assert "seelen memory forget [OPTIONS] [TEXT_ID]" in forget.stderr, forget.stderr
+    assert "give a TEXT_ID" in forget.stderr, forget.stderr
+    search = run_cli("memory", "search")
+    assert "seelen memory search [OPTIONS] [QUERY]" in search.stderr, search.stderr
+    assert "give a QUERY" in search.stderr, search.stderr

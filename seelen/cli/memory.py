@@ -64,7 +64,7 @@ def _memory_command(
 
 @memory_app.command("search")
 def memory_search(
-    query: Annotated[str | None, typer.Argument(help="what to look for")] = None,
+    query: Annotated[str | None, typer.Argument(help="what to look for", metavar="QUERY")] = None,
     limit: Annotated[int | None, typer.Option(help="how many turns", min=1, metavar="N")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, bm25 or vector")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
@@ -124,7 +124,8 @@ def memory_search(
 @memory_app.command("forget")
 def memory_forget(
     text_id: Annotated[
-        str | None, typer.Argument(help="id (or prefix) of a turn or summary")
+        str | None,
+        typer.Argument(help="id (or prefix) of a turn or summary", metavar="TEXT_ID"),
     ] = None,
     session: Annotated[str | None, typer.Option("--session", help="forget a whole session")] = None,
     profile: ProfileOpt = None,
