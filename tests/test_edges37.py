@@ -8,6 +8,7 @@ import contextlib
 import io
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from helpers import open_store, run_cli
 from model_server import ModelServer, Reply
@@ -395,3 +396,28 @@ def test_forget_names_its_argument_alike_in_usage_and_error(data_dir: Path) -> N
     search = run_cli("memory", "search")
     assert "seelen memory search [OPTIONS] [QUERY]" in search.stderr, search.stderr
     assert "give a QUERY" in search.stderr, search.stderr
+
+
+def test_every_commands_arguments_are_named_in_capitals_in_its_usage() -> None:
+    """Usage lines named arguments as typer spells the parameter ("[question]", "{path}")
+    while errors, docstrings and `import`'s FILE say QUESTION, PATH: one way for all."""
+    import typer
+    from typer.core import TyperArgument
+
+    from seelen.cli.main import app
+
+    def commands(group: Any, path: str) -> list[tuple[str, Any]]:
+        found = [(path, group)]
+        for name, sub in getattr(group, "commands", {}).items():
+            found += commands(sub, f"{path} {name}")
+        return found
+
+    arguments = [
+        (path, p)
+        for path, cmd in commands(typer.main.get_command(app), "seelen")
+        for p in cmd.params
+        if isinstance(p, TyperArgument)
+    ]
+    assert len(arguments) >= 10  # the walk reached the sub-commands
+    lower = [f"{path}: {p.name}" for path, p in arguments if not (p.metavar or "").isupper()]
+    assert lower == [], lower

@@ -138,7 +138,8 @@ def backup(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 @db_app.command("restore")
 def restore(
     which: Annotated[
-        str | None, typer.Argument(help="backup number (1 = newest) or name; default newest")
+        str | None,
+        typer.Argument(help="backup number (1 = newest) or name; default newest", metavar="BACKUP"),
     ] = None,
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,

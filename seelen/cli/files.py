@@ -86,7 +86,9 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
 
     @sub.command("restore")
     def restore(
-        number: Annotated[int, typer.Argument(help="version from `history`; 1 = newest")] = 1,
+        number: Annotated[
+            int, typer.Argument(help="version from `history`; 1 = newest", metavar="NUMBER")
+        ] = 1,
         profile: ProfileOpt = None,
         data_dir: DataOpt = None,
     ) -> None:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 knowledge_app = typer.Typer(help="Note folders Seelen reads by itself (knowledge folders).")
 
-PathArg = Annotated[str, typer.Argument(help="a folder of notes")]
+PathArg = Annotated[str, typer.Argument(help="a folder of notes", metavar="PATH")]
 
 
 def _settings(profile: str | None, data_dir: str | None, *, reading: bool = False) -> Settings:
@@ -133,7 +133,7 @@ def list_folders(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
 
 @knowledge_app.command("search")
 def search(
-    query: Annotated[str, typer.Argument(help="what to look for")],
+    query: Annotated[str, typer.Argument(help="what to look for", metavar="QUERY")],
     tokens: Annotated[
         int, typer.Option(help="token budget of the answer", min=1, metavar="N")
     ] = 2000,

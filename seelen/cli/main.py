@@ -155,7 +155,8 @@ def chat(profile: ProfileOpt = None, model: ModelOpt = None, data_dir: DataOpt =
 @app.command()
 def ask(
     question: Annotated[
-        str | None, typer.Argument(help="the question; read from stdin if absent")
+        str | None,
+        typer.Argument(help="the question; read from stdin if absent", metavar="QUESTION"),
     ] = None,
     as_json: Annotated[
         bool,

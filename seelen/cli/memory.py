@@ -206,7 +206,9 @@ def sessions_list(
 
 @sessions_app.command("show")
 def sessions_show(
-    session_id: Annotated[str, typer.Argument(help="session id or a unique prefix")],
+    session_id: Annotated[
+        str, typer.Argument(help="session id or a unique prefix", metavar="SESSION_ID")
+    ],
     profile: ProfileOpt = None,
     data_dir: DataOpt = None,
 ) -> None:
