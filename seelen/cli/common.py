@@ -55,6 +55,16 @@ def settings_from(
     )
 
 
+def existing_settings(profile: str | None, data_dir: str | None) -> Settings:
+    """The settings of a profile that exists: a misspelt name, beside profiles that do, is
+    named (`runtime.must_exist`), never started nor shown as an empty memory."""
+    from seelen.runtime import must_exist
+
+    settings = settings_from(profile, None, data_dir)
+    must_exist(settings)
+    return settings
+
+
 def new_profile_note(settings: Settings) -> str | None:
     """The line a command that starts a profile (chat, ask, import) says first when the
     profile is new beside others: a misspelt `--profile` would otherwise go unnoticed, its

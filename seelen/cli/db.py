@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seelen.cli.common import DataOpt, ProfileOpt, labelled, memory_only, settings_from
+from seelen.cli.common import DataOpt, ProfileOpt, existing_settings, labelled, memory_only
 from seelen.errors import SeelenError
 
 if TYPE_CHECKING:
@@ -25,10 +25,7 @@ def _settings(profile: str | None, data_dir: str | None) -> Settings:
     """The flags given before `db` count too. A profile that does not exist is named (as
     misspelt, beside others): no `db` command starts one (a backup or repair of nothing),
     and on a new machine none calls the memory that is not there yet damaged."""
-    from seelen.runtime import must_exist
-
-    settings = settings_from(profile, None, data_dir)
-    must_exist(settings)
+    settings = existing_settings(profile, data_dir)
     if not settings.profile_dir.is_dir():
         raise SeelenError(
             f"no memory at {settings.profile_dir} yet: a chat, an ask or an import starts it"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seelen.cli.common import DataOpt, ProfileOpt, memory_only, settings_from
+from seelen.cli.common import DataOpt, ProfileOpt, existing_settings, memory_only, settings_from
 from seelen.counts import counted
 from seelen.errors import SeelenError
 
@@ -39,7 +39,7 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         """Print the file (the shipped default until it is first written)."""
         from seelen.chat.visible import visible
 
-        settings = _existing(profile, data_dir)
+        settings = existing_settings(profile, data_dir)
         text = current_text(settings, filename)
         print(visible(text.rstrip()) or f"({label} is empty)")
 
@@ -74,7 +74,7 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         from seelen.memory.clock import Clock
         from seelen.memory.context import one_line
 
-        settings = _existing(profile, data_dir)
+        settings = existing_settings(profile, data_dir)
         versions = list(reversed(_files(settings).versions(filename)))
         if not versions:
             print(f"no earlier versions of {label}")
@@ -93,7 +93,7 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         data_dir: DataOpt = None,
     ) -> None:
         """Bring back an earlier version (the current one is kept in history too)."""
-        settings = _existing(profile, data_dir)
+        settings = existing_settings(profile, data_dir)
         versions = list(reversed(_files(settings).versions(filename)))
         if not 1 <= number <= len(versions):
             earlier = counted(len(versions), "earlier version")
@@ -105,17 +105,7 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
     @sub.command("path")
     def path(profile: ProfileOpt = None, data_dir: DataOpt = None) -> None:
         """Print where the file lives."""
-        print(_files(_existing(profile, data_dir)).path(filename))
-
-
-def _existing(profile: str | None, data_dir: str | None) -> Settings:
-    """The settings of a profile that exists (a misspelt one is named, not shown empty).
-    Reading a file needs nothing else: the memory (store, index) stays closed."""
-    from seelen.runtime import must_exist
-
-    settings = settings_from(profile, None, data_dir)
-    must_exist(settings)
-    return settings
+        print(_files(existing_settings(profile, data_dir)).path(filename))
 
 
 def _files(settings: Settings) -> PersonaFiles:

@@ -25,15 +25,13 @@ PathArg = Annotated[str, typer.Argument(help="a folder of notes", metavar="PATH"
 def _settings(profile: str | None, data_dir: str | None, *, reading: bool = False) -> Settings:
     """The profile's settings. A writer (add, remove) creates the profile's folder; a reader
     (list, search) creates nothing, and a misspelt profile name gets the names that exist."""
-    from seelen.cli.common import settings_from
+    from seelen.cli.common import existing_settings, settings_from
     from seelen.config import prepare_profile_dir
-    from seelen.runtime import must_exist
 
-    settings = settings_from(profile, None, data_dir)
     if reading:
-        must_exist(settings)
-    else:
-        prepare_profile_dir(settings)
+        return existing_settings(profile, data_dir)
+    settings = settings_from(profile, None, data_dir)
+    prepare_profile_dir(settings)
     return settings
 
 

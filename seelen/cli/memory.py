@@ -16,6 +16,7 @@ import typer
 from seelen.cli.common import (
     DataOpt,
     ProfileOpt,
+    existing_settings,
     memory_only,
     new_profile_note,
     run,
@@ -54,10 +55,7 @@ def _memory_command(
     """
     from rich.console import Console
 
-    from seelen.runtime import must_exist
-
-    settings = settings_from(profile, None, data_dir)
-    must_exist(settings)  # a writer too: a misspelt name starts no empty profile
+    settings = existing_settings(profile, data_dir)  # a writer too: a typo starts nothing
     with memory_only(settings, write) as app:
         return body(app, Console(highlight=False))
 
@@ -144,15 +142,13 @@ def memory_forget(
         raise typer.BadParameter("give a TEXT_ID or --session ID (one of them)")
     from seelen.cli.data import forget
     from seelen.protocol import calls
-    from seelen.runtime import must_exist
 
     request: calls.Request = (
         calls.ForgetSession(session_id=session)
         if session is not None
         else calls.Forget(text_id=text_id or "")
     )
-    settings = settings_from(profile, None, data_dir)
-    must_exist(settings)  # the owner it starts would make a misspelt profile
+    settings = existing_settings(profile, data_dir)  # the owner it starts would make one
     final = forget(settings, request)
     what = f"session {final.text_id}" if session is not None else final.text_id
     print(f"Forgot {what} ({counted(final.forgotten, 'text')}).")
