@@ -128,7 +128,7 @@ def _stacked_hits(console: Console, items: list[MemoryItem]) -> None:
             )
         )
         text = _first_lines(console, _hit_text(item, width), width, HIT_LINES)
-        print_unpadded(console, Padding(text, (0, 0, 0, 4)))
+        print_unpadded(console, text, indent=4)
 
 
 def _hit_table(console: Console, items: list[MemoryItem]) -> None:
@@ -152,9 +152,12 @@ def _hit_table(console: Console, items: list[MemoryItem]) -> None:
     print_unpadded(console, table)
 
 
-def print_unpadded(console: Console, renderable: RenderableType) -> None:
-    """Print a table or an indented block; in a pipe or a file, each line without the spaces
-    that pad it to the width (a terminal shows them as nothing; a pipe would keep them)."""
+def print_unpadded(console: Console, renderable: RenderableType, indent: int = 0) -> None:
+    """Print a table or a block, `indent` columns in (its wrapped lines too); in a pipe or a
+    file, each line without the spaces that pad it to the width (a terminal shows them as
+    nothing; a pipe would keep them)."""
+    if indent:
+        renderable = Padding(renderable, (0, 0, 0, indent))
     if console.is_terminal:
         console.print(renderable)
         return
@@ -218,9 +221,7 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             f"- [bold]summary[/bold] {app.clock.fmt_range(item.start_ms, item.end_ms)} "
             f"(session {item.session_id[:8]}), {_ranks(item)}:"
         )
-        print_unpadded(
-            console, Padding(Text(visible(one_line(item.text, 200)), "dim"), (0, 0, 0, 2))
-        )
+        print_unpadded(console, Text(visible(one_line(item.text, 200)), "dim"), indent=2)
     for passage in result.passages:
         day = f"{app.clock.at(passage.start_ms):%Y-%m-%d, %A}"
         console.print(f"[bold]{day}[/bold] [dim](session {passage.session_id[:8]})[/dim]")
@@ -232,7 +233,7 @@ def render_why(console: Console, app: App, result: RecallResult | None) -> None:
             line.append(f"{turn.role}: ", style="bold")
             line.append(visible(one_line(turn.text, 200)), style="dim" if turn.context_for else "")
             line.append(f"  ({why})", style="dim")
-            print_unpadded(console, Padding(line, (0, 0, 0, 2)))  # its wrapped lines too
+            print_unpadded(console, line, indent=2)  # its wrapped lines too
     if app.index is not None and app.index.error:
         console.print(f"[red]indexing problem:[/red] {shown(app.index.error)}")
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, WordCompleter
 from prompt_toolkit.document import Document
-from rich.padding import Padding
 from rich.text import Text
 
 from seelen.counts import counted
@@ -113,16 +112,16 @@ async def _help(repl: Repl, arg: str) -> bool:
         if cmd.arg:
             names.append(f" {cmd.arg}")
         if stacked:
-            print_unpadded(repl.console, Padding(names, (0, 0, 0, 2)))
-            print_unpadded(repl.console, Padding(Text(cmd.help), (0, 0, 0, 4)))
+            print_unpadded(repl.console, names, indent=2)
+            print_unpadded(repl.console, Text(cmd.help), indent=4)
         else:
             grid.add_row(names, cmd.help)
     if not stacked:
-        print_unpadded(repl.console, Padding(grid, (0, 0, 0, 2)))
+        print_unpadded(repl.console, grid, indent=2)
     keys = (
         "Alt-Enter (or Esc, Enter) inserts a new line; start a message with // to send a literal /."
     )
-    print_unpadded(repl.console, Padding(Text(keys, "dim"), (0, 0, 0, 2)))  # indented whole
+    print_unpadded(repl.console, Text(keys, "dim"), indent=2)  # indented whole
     return True
 
 
@@ -200,7 +199,7 @@ async def _tools(repl: Repl, arg: str) -> bool:
             line = Text.assemble(
                 (visible(spec.name), "bold"), (f" ({visible(spec.source)}) ", "dim")
             ).append(visible(one_line(first, 80)))
-            print_unpadded(repl.console, Padding(line, (0, 0, 0, 2)))  # wrapped lines too
+            print_unpadded(repl.console, line, indent=2)  # wrapped lines too
     if app.mcp is None:
         state = (
             "off (ENABLE_MCP=false)"
