@@ -13,7 +13,7 @@ from model_server import ModelServer, Reply
 from rich.console import Console
 
 from seelen.app import App, build_app
-from seelen.chat.render import render_why
+from seelen.chat.listings import render_why
 from seelen.config import load_settings
 from seelen.errors import ModelError
 from seelen.memory.persona import PERSONA, PROFILE

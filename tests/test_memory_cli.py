@@ -123,7 +123,7 @@ def test_search_lists_turns_in_ranked_order_before_summaries(env: ModelServer) -
 
     from rich.console import Console
 
-    from seelen.chat.render import render_hits
+    from seelen.chat.listings import render_hits
     from seelen.protocol.results import MemoryItem, SearchResult
 
     def item(kind: str, text: str, score: float, rank: int) -> MemoryItem:

@@ -42,7 +42,15 @@ def held_by_another_chat() -> Iterator[ProfileLock]:
 
 
 def test_the_prompt_needs_neither_the_runtime_nor_the_renderer() -> None:
-    heavy = ("seelen.runtime", "seelen.app", "seelen.chat.render", "numpy", "openai", "lancedb")
+    heavy = (
+        "seelen.runtime",
+        "seelen.app",
+        "seelen.chat.render",
+        "seelen.chat.listings",
+        "numpy",
+        "openai",
+        "lancedb",
+    )
     assert heavy_imports("seelen.chat.repl", heavy) == []
 
 

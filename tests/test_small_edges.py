@@ -206,7 +206,7 @@ def test_an_mcp_server_that_fails_is_one_line_on_stderr_of_ask(
 def test_hits_in_a_narrow_terminal_keep_their_words_readable() -> None:
     """Under 64 columns the table left a hit's text a column of five characters ("user …"):
     each text now goes under its details, whole lines of it."""
-    from seelen.chat.render import render_hits
+    from seelen.chat.listings import render_hits
     from seelen.protocol.results import MemoryItem, SearchResult
 
     hit = MemoryItem(

@@ -181,10 +181,10 @@ class Repl:
             self._opening.add_done_callback(self._opened)
 
     async def _open(self, stack: contextlib.AsyncExitStack) -> None:
-        # The runtime (numpy, SQLite, the agent) and the renderer (markdown): ~0.3 s of imports,
-        # made in a thread while the prompt is already shown and takes keys.
+        # The runtime (numpy, SQLite, the agent) and the renderer (markdown, the listings):
+        # ~0.3 s of imports, made in a thread while the prompt is already shown and takes keys.
         runtime_module, _ = await asyncio.to_thread(
-            lambda: [importlib.import_module(m) for m in ("seelen.runtime", "seelen.chat.render")]
+            lambda: [importlib.import_module(m) for m in ("seelen.runtime", "seelen.chat.listings")]
         )
         app: App = await runtime_module.open_writer(
             self.settings, role="chat", on_line=self._say, on_locked=self._lock_taken

@@ -163,7 +163,7 @@ async def _retry(repl: Repl, arg: str) -> bool:
 
 @command("/memory", "/m", help="search your long-term memory", arg="QUERY")
 async def _memory(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import render_hits
+    from seelen.chat.listings import render_hits
 
     if not arg:
         repl.console.print("[yellow]Usage: /memory QUERY[/yellow]")
@@ -178,7 +178,7 @@ async def _memory(repl: Repl, arg: str) -> bool:
 
 @command("/why", help="what was recalled for the last reply, and why")
 async def _why(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import render_why
+    from seelen.chat.listings import render_why
 
     render_why(repl.console, repl.app, repl.service.last_recall)
     return True
@@ -227,7 +227,7 @@ async def _files(repl: Repl, arg: str) -> bool:
 
 @command("/knowledge", "/k", help="search your knowledge folders by hand", arg="QUERY")
 async def _knowledge(repl: Repl, arg: str) -> bool:
-    from seelen.chat.render import render_passages
+    from seelen.chat.listings import render_passages
 
     knowledge = repl.app.knowledge
     if not arg:  # what it does first: "No knowledge folder" alone taught nothing

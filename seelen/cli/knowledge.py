@@ -141,7 +141,7 @@ def search(
     """Bring the index up to date, then print the passages that best match QUERY."""
     from rich.console import Console
 
-    from seelen.chat.render import render_passages
+    from seelen.chat.listings import render_passages
     from seelen.config import prepare_profile_dir
     from seelen.knowledge.folders import open_knowledge
 

@@ -107,7 +107,7 @@ def memory_search(
 
             search_json(service, query, limit=limit, mode=mode, batch=batch)
             return
-        from seelen.chat.render import render_hits
+        from seelen.chat.listings import render_hits
         from seelen.protocol.calls import Search
 
         shown = 10 if limit is None else limit
@@ -189,7 +189,7 @@ def sessions_list(
 ) -> None:
     """The newest sessions with their status and summary; when older ones follow, a line on
     stderr says how to see them."""
-    from seelen.chat.render import render_sessions
+    from seelen.chat.listings import render_sessions
 
     if _memory_command(profile, data_dir, lambda a, c: render_sessions(c, a, limit, offset)):
         stderr_console().print(
@@ -209,7 +209,7 @@ def sessions_show(
     data_dir: DataOpt = None,
 ) -> None:
     """Every turn of one session, with times and text ids."""
-    from seelen.chat.render import render_session
+    from seelen.chat.listings import render_session
     from seelen.runtime import resolve_session
 
     _memory_command(
