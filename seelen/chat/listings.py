@@ -187,9 +187,9 @@ def render_sessions(console: Console, app: App, limit: int, offset: int = 0) -> 
     """The newest sessions past the `offset` newest, one line each (id, time, status, turns)
     and the summary below it, whole: in a table the dates left the summary ~15 columns of
     80, which showed "Dad…". Returns whether older sessions follow. A session whose archive
-    failed is stored as active until the next start finishes it: shown "archive pending"."""
+    failed is stored as active until the next start finishes it: shown "archive pending"
+    (`Session.shown_status`), as `sessions show`, the model and MCP clients are told."""
     sessions = app.store.list_sessions(limit + 1, offset)
-    pending = {p.session_id for p in app.store.pending_archives()}
     more = len(sessions) > limit
     if not sessions:
         console.print(
@@ -202,8 +202,7 @@ def render_sessions(console: Console, app: App, limit: int, offset: int = 0) -> 
             console,
             Text.assemble(
                 (s.session_id[:12], "bold"),
-                f"  {when}  {'archive pending' if s.session_id in pending else s.status}, "
-                f"{counted(s.conv_count, 'turn')}",
+                f"  {when}  {s.shown_status}, {counted(s.conv_count, 'turn')}",
             ),
         )
         text = summary.text if summary else s.rolling_summary
@@ -217,7 +216,7 @@ def render_session(console: Console, app: App, session: Session) -> None:
     """One session: its summary and every turn with its time, each on one line however
     long (a terminal wraps it; a pipe or a file keeps the words as they were typed)."""
     console.print(
-        f"[bold]Session {session.session_id}[/bold] ({session.status}), "
+        f"[bold]Session {session.session_id}[/bold] ({session.shown_status}), "
         f"started {app.clock.fmt(session.start_ms)}"
     )
     summary = app.store.session_summary(session.session_id)

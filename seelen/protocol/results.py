@@ -104,7 +104,10 @@ class SessionInfo:
     """One session: its dates and summary."""
 
     session_id: str
-    status: str = doc("active (being talked in) or archived")
+    status: str = doc(
+        "active (being talked in), archived, or archive pending (its archive failed; the next "
+        "start finishes it)"
+    )
     start: str
     end: str | None
     turns: int

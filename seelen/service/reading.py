@@ -75,7 +75,7 @@ def recent_sessions(app: App, request: calls.ListSessions) -> SessionList:
         out.append(
             SessionInfo(
                 session_id=session.session_id,
-                status=session.status,
+                status=session.shown_status,
                 start=at(session.start_ms).isoformat(timespec="milliseconds"),
                 end=None
                 if session.end_ms is None

@@ -13,7 +13,6 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,13 @@ from seelen.store.records import (
     Summary,
     Turn,
     drop_forgotten_words,
-    like_prefix,
     new_id,
     now_ms,
     scrub_quotes,
-    session_row,
     turn_row,
 )
 from seelen.store.schema import MIGRATIONS, index_text
+from seelen.store.sessions import SessionReads
 from seelen.store.transaction import Transaction
 from seelen.store.wholes import SessionWords
 
@@ -61,7 +59,7 @@ class OutdatedStore(StoreError):
     """A reader found a memory file that an older Seelen wrote: only a writer migrates it."""
 
 
-class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiving):
+class Store(Lookups, SessionReads, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiving):
     """The SQLite memory store of one profile.
 
     `read_only=True` (a reader): the file is opened with `mode=ro`, so every write fails
@@ -199,56 +197,6 @@ class Store(Lookups, TextSearch, SessionWords, IndexBookkeeping, Imports, Archiv
                 (sid, ts, status),
             )
         return Session(sid, ts, None, status, 0)
-
-    def sessions_with_status(self, status: str) -> list[Session]:
-        """All sessions in one state, oldest first."""
-        rows = self._query(
-            "SELECT * FROM session WHERE status = ? ORDER BY start_timestamp", (status,)
-        )
-        return [session_row(r) for r in rows]
-
-    def active_session(self) -> Session | None:
-        """The newest active session whose archive has not begun, if any."""
-        rows = self._query(
-            "SELECT * FROM session WHERE status = ? AND NOT EXISTS (SELECT 1 FROM archive_step "
-            "a WHERE a.session_id = session.session_id) ORDER BY start_timestamp DESC LIMIT 1",
-            (ACTIVE,),
-        )
-        return session_row(rows[0]) if rows else None
-
-    def pending_archives(self) -> list[Session]:
-        """Active sessions whose archive began but did not finish, oldest first."""
-        rows = self._query(
-            "SELECT * FROM session WHERE status = ? AND EXISTS (SELECT 1 FROM archive_step a "
-            "WHERE a.session_id = session.session_id) ORDER BY start_timestamp",
-            (ACTIVE,),
-        )
-        return [session_row(r) for r in rows]
-
-    def get_session(self, session_id: str) -> Session | None:
-        """One session by id, or None."""
-        rows = self._query("SELECT * FROM session WHERE session_id = ?", (session_id,))
-        return session_row(rows[0]) if rows else None
-
-    def find_sessions(self, prefix: str) -> list[Session]:
-        """Sessions whose id starts with `prefix` (so users can type short ids)."""
-        pattern = like_prefix(prefix)
-        rows = self._query(
-            "SELECT * FROM session WHERE session_id LIKE ? ESCAPE '\\' ORDER BY start_timestamp",
-            (pattern,),
-        )
-        return [session_row(r) for r in rows]
-
-    def list_sessions(self, limit: int = 50, offset: int = 0) -> list[Session]:
-        """The newest sessions first (past the `offset` newest), each with the turns it holds
-        now (counted: an older Seelen kept the count of before a forget)."""
-        rows = self._query(
-            "SELECT *, (SELECT count(*) FROM conversation c WHERE c.session_id = "
-            "session.session_id) AS turns_now FROM session "
-            "ORDER BY start_timestamp DESC, rowid DESC LIMIT ? OFFSET ?",
-            (limit, offset),
-        )
-        return [replace(session_row(r), conv_count=r["turns_now"]) for r in rows]
 
     def set_rolling_summary(
         self, session_id: str, summary: str, folded_count: int, upto_seq: int

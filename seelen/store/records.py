@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ACTIVE, ARCHIVED = "active", "archived"
+# Shown, never stored: an active session whose archive began and waits for the next start.
+ARCHIVE_PENDING = "archive pending"
 # An `ask --ephemeral` session: never restored, deleted when its one exchange is done.
 EPHEMERAL = "ephemeral"
 # Roles whose text is conversation (indexed, recalled); tool traffic is kept but not recalled.
@@ -45,6 +47,14 @@ class Session:
     rolling_summary: str = ""
     folded_count: int = 0
     folded_upto_seq: int = 0  # the rolling summary covers this session's turns up to this seq
+    archive_begun: bool = False  # an archive step is recorded (it finished, or is pending)
+
+    @property
+    def shown_status(self) -> str:
+        """The status as users and the model are told it: an active session whose archive
+        began but did not finish (a /save whose model failed; the next start finishes it) is
+        "archive pending", never a second "active" one beside the session talked in."""
+        return ARCHIVE_PENDING if self.status == ACTIVE and self.archive_begun else self.status
 
 
 @dataclass(frozen=True)
@@ -106,7 +116,15 @@ def like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+# The columns every session query selects: the row, and whether its archive began.
+SESSION_COLUMNS = (
+    "*, EXISTS (SELECT 1 FROM archive_step a WHERE a.session_id = session.session_id) "
+    "AS archive_begun"
+)
+
+
 def session_row(r: sqlite3.Row) -> Session:
+    """A session from a row selected with `SESSION_COLUMNS`."""
     return Session(
         r["session_id"],
         r["start_timestamp"],
@@ -116,6 +134,7 @@ def session_row(r: sqlite3.Row) -> Session:
         r["rolling_summary"],
         r["folded_count"],
         r["folded_upto_seq"],
+        bool(r["archive_begun"]),
     )
 
 

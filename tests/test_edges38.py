@@ -1,0 +1,62 @@
+"""What a demanding user met: a session whose archive waits shown as such everywhere, the
+bench's rows without a command's stray lines, and the faults of a new user's first hour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import open_store, run_cli
+
+from seelen.config import load_settings
+from seelen.protocol import calls
+from seelen.protocol.text import sessions_text
+from seelen.runtime import open_reader
+from seelen.service import reading
+
+
+def failed_archive(data_dir: Path) -> tuple[str, str]:
+    """A default profile where a /save's archive began and failed (its session stays stored
+    as active) and a new session was talked in after it: (old id, new id)."""
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    old = store.create_session(start_ms=1_000).session_id
+    store.add_turns(old, [("user", "my dog Rex", None, 1_000)])
+    store.record_archive_step(old, "started")  # the archive began, then the model failed
+    new = store.create_session(start_ms=2_000).session_id
+    store.add_turns(new, [("user", "hello again", None, 2_000)])
+    store.close()
+    return old, new
+
+
+def test_sessions_show_calls_a_session_whose_archive_waits_archive_pending(
+    data_dir: Path,
+) -> None:
+    """`sessions list` said "archive pending" while `sessions show` titled the same session
+    "(active)": two active sessions for one user."""
+    old, new = failed_archive(data_dir)
+    shown = run_cli("sessions", "show", old[:8])
+    assert shown.returncode == 0, shown.stderr
+    assert f"Session {old} (archive pending)" in shown.stdout.splitlines()[0], shown.stdout
+    talked_in = run_cli("sessions", "show", new[:8])
+    assert f"Session {new} (active)" in talked_in.stdout.splitlines()[0], talked_in.stdout
+
+
+async def test_the_model_and_mcp_clients_see_a_waiting_archive_as_pending(
+    data_dir: Path,
+) -> None:
+    """`recent_sessions` (MCP clients' models, through `seelen mcp` and the owner) gave the
+    stored status: "active" for a session no one talks in any more."""
+    old, new = failed_archive(data_dir)
+    app = open_reader(load_settings())
+    try:
+        listed = reading.recent_sessions(app, calls.ListSessions(n=5))
+    finally:
+        await app.aclose()
+    status = {s.session_id: s.status for s in listed.sessions}
+    assert status == {old: "archive pending", new: "active"}
+    assert f"session {old} (archive pending, 1 turn)" in sessions_text(listed)
+    store = open_store(data_dir)  # told so, stored as it was: the next start finishes it
+    assert store.get_session(old).status == "active"  # type: ignore[union-attr]
+    assert [s.session_id for s in store.pending_archives()] == [old]
+    assert store.active_session().session_id == new  # type: ignore[union-attr]
+    store.close()
