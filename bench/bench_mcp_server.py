@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import socket
 import statistics
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
 
@@ -74,37 +76,52 @@ async def stdio_run(
     searches: int,
     command: str = SEELEN,
     env: dict[str, str] | None = None,
+    *,
+    shown: bool = True,
 ) -> dict[str, list[float]]:
     """`starts` starts of `command mcp` over stdio, each to `tools/list` answered (with
-    `searches` search_memory calls in the first), printed; returns the start times (ms), the
-    servers' CPU by then (ms) and their peak RSS (MiB)."""
+    `searches` search_memory calls in the first); returns the start times (ms), the servers'
+    CPU by then (ms) and their peak RSS (MiB). `shown`: the measures printed and the
+    server's stderr passed on; otherwise nothing is printed (a caller's table prints its
+    own row) and the server's stderr ("seelen mcp: serves …" at each start) is dropped."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=command, args=["mcp"], env=env or dict(os.environ))
     start_times, start_cpu, round_trips, rss = [], [], [], []
-    for run in range(starts):
-        t0 = time.perf_counter()
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            await session.list_tools()
-            start_times.append(time.perf_counter() - t0)
-            start_cpu += [cpu_seconds(pid) * 1000 for pid in mcp_children()]
-            if run == 0 and searches:
-                for i in range(searches + 5):
-                    t1 = time.perf_counter()
-                    result = await session.call_tool(
-                        "search_memory", {"query": questions[i % len(questions)]}
-                    )
-                    assert not result.is_error, result.content
-                    if i >= 5:  # the first calls warm the owner's recall
-                        round_trips.append((time.perf_counter() - t1) * 1000)
-            rss += [peak_rss_mib(pid) for pid in mcp_children()]
-    print(line("start to tools/list answered (stdio)", [t * 1000 for t in start_times], "ms"))
-    print(line("  its CPU (user + system) by then", start_cpu, "ms"))
-    if round_trips:
-        print(line("search_memory round trip (stdio)", round_trips, "ms"))
-    print(f"{'seelen mcp peak RSS (VmHWM)':<40} max {max(rss):6.1f} MiB over {len(rss)} runs")
+    with contextlib.ExitStack() as stack:
+        errlog = sys.stderr if shown else stack.enter_context(open(os.devnull, "w"))
+        for run in range(starts):
+            t0 = time.perf_counter()
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                await session.list_tools()
+                start_times.append(time.perf_counter() - t0)
+                start_cpu += [cpu_seconds(pid) * 1000 for pid in mcp_children()]
+                if run == 0 and searches:
+                    round_trips = await _searches(session, questions, searches)
+                rss += [peak_rss_mib(pid) for pid in mcp_children()]
+    if shown:
+        print(line("start to tools/list answered (stdio)", [t * 1000 for t in start_times], "ms"))
+        print(line("  its CPU (user + system) by then", start_cpu, "ms"))
+        if round_trips:
+            print(line("search_memory round trip (stdio)", round_trips, "ms"))
+        print(f"{'seelen mcp peak RSS (VmHWM)':<40} max {max(rss):6.1f} MiB over {len(rss)} runs")
     return {"start": [t * 1000 for t in start_times], "cpu": start_cpu, "rss": rss}
+
+
+async def _searches(session: Any, questions: list[str], searches: int) -> list[float]:
+    """`searches` search_memory round trips (ms), after five that warm the owner's recall."""
+    round_trips = []
+    for i in range(searches + 5):
+        t1 = time.perf_counter()
+        result = await session.call_tool("search_memory", {"query": questions[i % len(questions)]})
+        assert not result.is_error, result.content
+        if i >= 5:
+            round_trips.append((time.perf_counter() - t1) * 1000)
+    return round_trips
 
 
 async def http_run(questions: list[str], searches: int) -> None:

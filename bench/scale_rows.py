@@ -193,7 +193,9 @@ def mcp_row(seelen: str, data_dir: Path, server_url: str, starts: int) -> None:
         return na(label, reason)
     before = load()
     env = ask_environment(data_dir, server_url, SEELEN_OWNER="true")
-    got = asyncio.run(bench_mcp_server.stdio_run([], starts, 0, command=seelen, env=env))
+    got = asyncio.run(
+        bench_mcp_server.stdio_run([], starts, 0, command=seelen, env=env, shown=False)
+    )
     p50, p95 = np.percentile(got["start"], [50, 95])
     print(
         f"| {label} | median {p50:.0f}, p95 {p95:.0f} ms | CPU {np.median(got['cpu']):.0f} ms "

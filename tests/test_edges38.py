@@ -3,8 +3,10 @@ bench's rows without a command's stray lines, and the faults of a new user's fir
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import pytest
 from helpers import open_store, run_cli
 
 from seelen.config import load_settings
@@ -60,3 +62,20 @@ async def test_the_model_and_mcp_clients_see_a_waiting_archive_as_pending(
     assert [s.session_id for s in store.pending_archives()] == [old]
     assert store.active_session().session_id == new  # type: ignore[union-attr]
     store.close()
+
+
+def test_the_scale_tables_mcp_row_prints_its_row_alone(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """bench_scale.py's `seelen mcp` row printed bench_mcp_server's own four lines into the
+    Markdown table, and each start's "seelen mcp: serves …" on stderr between the rows."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import scale_rows
+
+    seelen = str(Path(sys.executable).with_name("seelen"))
+    # A data dir with no profile: `seelen mcp` answers tools/list and starts no owner.
+    scale_rows.mcp_row(seelen, tmp_path, "http://127.0.0.1:9/v1", starts=1)
+    out, err = capfd.readouterr()
+    assert out.splitlines() == [out.strip()] and out.startswith("| `seelen mcp`: start"), out
+    assert "median" in out and "MiB" in out, out
+    assert err == ""
