@@ -79,3 +79,38 @@ def test_the_scale_tables_mcp_row_prints_its_row_alone(
     assert out.splitlines() == [out.strip()] and out.startswith("| `seelen mcp`: start"), out
     assert "median" in out and "MiB" in out, out
     assert err == ""
+
+
+def editor(folder: Path, body: str) -> str:
+    """An editor program: a shell script doing `body` to the file it is given ($1)."""
+    path = folder / "editor.sh"
+    path.write_text(f"#!/bin/sh\n{body}\n", "utf-8")
+    path.chmod(0o700)
+    return str(path)
+
+
+def test_an_edit_the_editor_fails_on_is_kept_aside_never_lost(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """An editor that ended with a status (vim's :cq, a crash after writing), or left bytes
+    that are not UTF-8, threw the user's edit away with its temporary folder (the second
+    said "internal error: UnicodeDecodeError"); one that removed the file named that folder."""
+    assert run_cli("persona", "edit", env={"EDITOR": "true", "VISUAL": ""}).returncode == 0
+    before = run_cli("persona", "show").stdout
+    for body, said, kept in (
+        ('echo "my new line" >> "$1"; exit 1', "ended with status 1", b"\nmy new line\n"),
+        ('printf "caf\\351" >> "$1"', "is not UTF-8 text (byte 0xe9 at offset", b"caf\xe9"),
+    ):
+        result = run_cli("persona", "edit", env={"EDITOR": editor(tmp_path, body), "VISUAL": ""})
+        assert result.returncode == 1, result.stderr
+        assert said in result.stderr and result.stderr.count("\n") == 1, result.stderr
+        aside = Path(result.stderr.split("your edit is kept in ")[1].strip())
+        try:
+            assert aside.read_bytes().endswith(kept) and aside.stat().st_mode & 0o077 == 0
+        finally:
+            aside.unlink()
+        assert run_cli("persona", "show").stdout == before
+    removed = run_cli("persona", "edit", env={"EDITOR": editor(tmp_path, 'rm "$1"'), "VISUAL": ""})
+    assert removed.stderr.endswith("left no file to read; persona_memory.txt is unchanged\n")
+    unchanged = run_cli("persona", "edit", env={"EDITOR": "false", "VISUAL": ""})
+    assert "kept in" not in unchanged.stderr  # nothing typed, nothing to keep

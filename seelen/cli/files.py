@@ -126,8 +126,9 @@ def current_text(settings: Settings, name: str) -> str:
 
 
 def edited(name: str, before: str) -> str:
-    """`before` as the user left it in $VISUAL or $EDITOR (on a private copy); an editor
-    that cannot start or fails is one line, and nothing is written."""
+    """`before` as the user left it in $VISUAL or $EDITOR (on a private copy). An editor that
+    cannot start or fails, or leaves no file or no UTF-8 text, is one line and nothing is
+    written; whatever the user typed is kept aside in a private file that the line names."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / name
@@ -139,15 +140,32 @@ def edited(name: str, before: str) -> str:
             raise SeelenError(f"{why}; {name} is unchanged") from None
         except subprocess.CalledProcessError as exc:
             why = f"the editor {editor!r} ended with status {exc.returncode}"
+            raise SeelenError(f"{why}; {name} is unchanged{_kept(name, path, before)}") from None
+        if not path.is_file():
+            why = f"the editor {editor!r} left no file to read"
             raise SeelenError(f"{why}; {name} is unchanged") from None
-        return path.read_text("utf-8")
+        data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        why = f"the edit is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        raise SeelenError(
+            f"{why}; {name} is unchanged; your edit is kept in {kept_aside(name, data)}"
+        ) from None
 
 
-def kept_aside(name: str, text: str) -> Path:
+def _kept(name: str, path: Path, before: str) -> str:
+    """ "; your edit is kept in FILE" when the failed editor left a changed text, else ""."""
+    if not path.is_file() or (data := path.read_bytes()) == before.encode("utf-8"):
+        return ""
+    return f"; your edit is kept in {kept_aside(name, data)}"
+
+
+def kept_aside(name: str, text: str | bytes) -> Path:
     """`text` saved in a private file of the temporary folder, for an edit not written."""
     fd, path = tempfile.mkstemp(prefix=f"seelen-{Path(name).stem}-", suffix=".txt")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:  # mkstemp makes it 0600
-        out.write(text)
+    with os.fdopen(fd, "wb") as out:  # mkstemp makes it 0600
+        out.write(text.encode("utf-8") if isinstance(text, str) else text)
     return Path(path)
 
 
