@@ -205,9 +205,9 @@ def test_profile_flag_works_before_and_after_the_command(env: ModelServer, data_
 def test_usage_errors_are_explained_with_exit_code_2() -> None:
     result = run_cli("memory", "search", "--mode", "bogus", "x")
     assert result.returncode == 2
-    assert "Invalid value for --mode" in result.stderr and "internal error" not in result.stderr
+    assert "invalid value for --mode" in result.stderr and "internal error" not in result.stderr
     unknown = run_cli("nosuchcmd")
-    assert unknown.returncode == 2 and "No such command" in unknown.stderr
+    assert unknown.returncode == 2 and "no such command" in unknown.stderr
     empty = run_cli("ask", "  ")
     assert empty.returncode == 2 and "give a question" in empty.stderr
 

@@ -114,3 +114,22 @@ def test_an_edit_the_editor_fails_on_is_kept_aside_never_lost(
     assert removed.stderr.endswith("left no file to read; persona_memory.txt is unchanged\n")
     unchanged = run_cli("persona", "edit", env={"EDITOR": "false", "VISUAL": ""})
     assert "kept in" not in unchanged.stderr  # nothing typed, nothing to keep
+
+
+def test_a_wrong_flag_or_value_is_one_line_naming_the_command_and_its_usage() -> None:
+    """Click printed four lines (usage, "Try 'seelen ask -h'", a blank, "Error: …") for a
+    misspelt flag, and "Error: Option '--format' requires an argument." without a name."""
+    for args, said in (
+        (("ask", "--bogus"), "seelen ask: no such option: --bogus; usage: seelen ask [OPTIONS]"),
+        (
+            ("sessions", "list", "--limit", "0"),
+            "seelen sessions list: invalid value for '--limit': 0 is not in the range x>=1; "
+            "usage: seelen sessions list [OPTIONS]",
+        ),
+        (("nosuchcmd",), "seelen: no such command 'nosuchcmd'; usage: seelen [OPTIONS] COMMAND"),
+        (("export", "--format"), "seelen: option '--format' requires an argument"),
+        (("memory",), "seelen memory: missing command; usage: seelen memory [OPTIONS] COMMAND"),
+    ):
+        result = run_cli(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.startswith(said) and result.stderr.count("\n") == 1, result.stderr

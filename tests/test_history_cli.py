@@ -273,8 +273,8 @@ def test_import_without_a_file_is_a_usage_error(data_dir: Path) -> None:
     """`seelen import` alone exited 1, as for a file that failed: no FILE is a usage error."""
     result = run_cli("import")
     assert result.returncode == 2
-    assert "Invalid value for FILE: give a FILE (or - for standard input)" in result.stderr
-    assert "Usage: seelen import" in result.stderr
+    assert "invalid value for FILE: give a FILE (or - for standard input)" in result.stderr
+    assert "; usage: seelen import [OPTIONS] [FILE]" in result.stderr
 
 
 def test_ctrl_c_while_an_import_waits_for_the_owner_says_what_goes_on(
