@@ -133,3 +133,17 @@ def test_a_wrong_flag_or_value_is_one_line_naming_the_command_and_its_usage() ->
         result = run_cli(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith(said) and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_dotenv_line_python_dotenv_cannot_read_is_named_in_seelens_words(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An open quote printed python-dotenv's own log line, "python-dotenv could not parse
+    statement starting at line 1": neither the program nor the file named."""
+    dotenv = tmp_path / ".env"
+    dotenv.write_text('OPENAI_API_KEY="sk-open\nTEMPERATURE=0.5\n', "utf-8")
+    told: list[str] = []
+    settings = load_settings({}, environ={}, dotenv_path=dotenv, warn=told.append)
+    assert settings.temperature == 0.5  # the other lines are read as before
+    assert told == [f"{dotenv}, line 1: not a KEY=value line (a quote left open?); ignored"]
+    assert "python-dotenv" not in capfd.readouterr().err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import os
 import re
 import tempfile
@@ -228,23 +229,20 @@ def load_settings(
     flag that set it), the `.env` file and line, or the environment variable. `warn` is told
     of each key in `.env` that is not a setting, with the closest one.
     """
-    from dotenv import dotenv_values
-
     environ = os.environ if environ is None else environ
     path = Path.cwd() / ".env" if dotenv_path is None else dotenv_path
     raw: dict[str, Any] = {}
     where: dict[str, str] = {}
     if path.is_file():
-        try:
-            values_in_file = dotenv_values(path)
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
+        values_in_file, unread = _read_dotenv(path)
         lines = _dotenv_lines(path)
         for key, value in values_in_file.items():
             if value is not None:
                 raw[key] = value
                 where[key] = f"{key} (in {path}, line {lines.get(key, '?')})"
         if warn is not None:
+            for number in unread:
+                warn(f"{path}, line {number}: not a KEY=value line (a quote left open?); ignored")
             for line in unknown_keys(values_in_file, lines, path):
                 warn(line)
     raw.update(environ)
@@ -299,6 +297,30 @@ def anchored(value: str, base: Path, *, several: bool = False) -> str:
     parts = [p.strip() for p in value.split(os.pathsep)] if several else [value.strip()]
     paths = [os.path.normpath(base / os.path.expanduser(p)) for p in parts if p]
     return os.pathsep.join(paths)
+
+
+def _read_dotenv(path: Path) -> tuple[dict[str, str | None], list[int]]:
+    """The values of a .env file, and the lines python-dotenv could not read (it skips them
+    and logs "python-dotenv could not parse statement…", naming neither file nor program:
+    the caller says it in Seelen's words instead)."""
+    from dotenv import dotenv_values
+
+    unread: list[int] = []
+
+    def caught(record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args and isinstance(record.args[0], int):
+            unread.append(record.args[0])
+            return False
+        return True
+
+    logger = logging.getLogger("dotenv.main")
+    logger.addFilter(caught)
+    try:
+        return dict(dotenv_values(path)), unread
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start + 1})") from None
+    finally:
+        logger.removeFilter(caught)
 
 
 _DOTENV_KEY = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")
