@@ -3,13 +3,19 @@ bench's rows without a command's stray lines, and the faults of a new user's fir
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
 import pytest
 from helpers import open_store, run_cli
+from model_server import ModelServer, Reply
 
+from seelen.app.build import chat_model
 from seelen.config import load_settings
+from seelen.errors import ModelError
+from seelen.models.chat import OpenAIChatModel
+from seelen.models.provider import choose_provider
 from seelen.protocol import calls
 from seelen.protocol.text import sessions_text
 from seelen.runtime import open_reader
@@ -147,3 +153,32 @@ def test_a_dotenv_line_python_dotenv_cannot_read_is_named_in_seelens_words(
     assert settings.temperature == 0.5  # the other lines are read as before
     assert told == [f"{dotenv}, line 1: not a KEY=value line (a quote left open?); ignored"]
     assert "python-dotenv" not in capfd.readouterr().err
+
+
+async def test_a_refused_key_or_an_unreachable_endpoint_names_the_setting_to_check(
+    env: ModelServer,
+) -> None:
+    """ "answered 401: Incorrect API key provided" and "cannot reach the model at …" said
+    what went wrong but not what to do. The bundled local model names no setting."""
+    settings = load_settings()
+    model = chat_model(settings, choose_provider(settings), 0)
+    env.enqueue(Reply(status=401))
+    with pytest.raises(ModelError) as refused:
+        await model.complete([{"role": "user", "content": "hello"}])
+    said = str(refused.value)
+    assert "answered 401: Incorrect API key provided: check OPENAI_API_KEY" in said, said
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    running = ": is it running? check OPENAI_BASE_URL (the environment or .env)"
+    for named, hint in ((True, running), (False, "")):
+        down = OpenAIChatModel(
+            base_url=f"http://127.0.0.1:{closed}/v1",
+            api_key="sk-test",
+            model="m",
+            max_retries=0,
+            settings_named=named,
+        )
+        with pytest.raises(ModelError) as failed:
+            await down.complete([{"role": "user", "content": "hello"}])
+        assert str(failed.value) == f"cannot reach the model at http://127.0.0.1:{closed}/v1{hint}"

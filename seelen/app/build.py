@@ -129,6 +129,7 @@ def chat_model(settings: Settings, provider: Provider, max_tokens: int) -> OpenA
         max_retries=settings.max_retries,
         max_tokens=max_tokens,
         sampling=chat_sampling(settings, provider),
+        settings_named=provider.kind == "openai",
     )
 
 

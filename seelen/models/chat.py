@@ -91,8 +91,12 @@ class OpenAIChatModel:
         max_retries: int = 3,
         max_tokens: int = 0,
         sampling: dict[str, Any] | None = None,
+        settings_named: bool = False,
     ) -> None:
         self.name = model
+        # The endpoint is the user's (OPENAI_BASE_URL, OPENAI_API_KEY): a refused key or an
+        # unreachable address names the setting to check (not for the bundled local model).
+        self._settings_named = settings_named
         self.base_url = base_url
         self._api_key = api_key
         self._timeout = timeout
@@ -231,7 +235,8 @@ class OpenAIChatModel:
         except openai.APIError as exc:
             message = _describe(exc, self.base_url, self._api_key)
             status = getattr(exc, "status_code", None)
-            raise ModelError(message + self._tries(exc), status=status) from exc
+            hint = _hint(exc) if self._settings_named else ""
+            raise ModelError(message + self._tries(exc) + hint, status=status) from exc
 
     def _tries(self, exc: Exception) -> str:
         """How often the client tried, for failures it retries (see `_RETRIED_STATUS`)."""
@@ -311,6 +316,17 @@ def _explain(exc: Exception, base_url: str) -> str:
         message = _error_message(exc)
         return f"the model at {where} answered {exc.status_code}: {message}"
     return f"the model at {where} failed: {type(exc).__name__}: {exc}"
+
+
+def _hint(exc: Exception) -> str:
+    """What to check for a refused key or an unreachable endpoint, as settings to look at."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError) and exc.status_code in (401, 403):
+        return ": check OPENAI_API_KEY (the environment or .env)"
+    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
+        return ": is it running? check OPENAI_BASE_URL (the environment or .env)"
+    return ""
 
 
 def _error_message(exc: APIStatusError) -> str:
