@@ -13,7 +13,7 @@ from model_server import ModelServer, Reply
 
 from seelen.app.build import chat_model
 from seelen.config import load_settings
-from seelen.errors import ModelError
+from seelen.errors import ConfigError, ModelError
 from seelen.models.chat import OpenAIChatModel
 from seelen.models.provider import choose_provider
 from seelen.protocol import calls
@@ -182,3 +182,19 @@ async def test_a_refused_key_or_an_unreachable_endpoint_names_the_setting_to_che
         with pytest.raises(ModelError) as failed:
             await down.complete([{"role": "user", "content": "hello"}])
         assert str(failed.value) == f"cannot reach the model at http://127.0.0.1:{closed}/v1{hint}"
+
+
+def test_a_base_url_that_is_no_web_address_is_refused_at_once(data_dir: Path) -> None:
+    """`OPENAI_BASE_URL=localhost:11434/v1` (the scheme left out) was taken, and every
+    question then failed after four tries with "cannot reach the model at localhost…"."""
+    for given in ("localhost:11434/v1", "notaurl", "http://"):
+        with pytest.raises(ConfigError) as refused:
+            load_settings(environ={"OPENAI_BASE_URL": given})
+        expected = f"OPENAI_BASE_URL: expected an http:// or https:// address, got {given!r}"
+        assert str(refused.value) == expected
+    assert load_settings(environ={"OPENAI_BASE_URL": " HTTPS://h:1/v1 "}).openai_base_url == (
+        "HTTPS://h:1/v1"
+    )
+    asked = run_cli("ask", "hi", env={"OPENAI_BASE_URL": "localhost:11434/v1"})
+    assert asked.returncode == 2 and asked.stderr.count("\n") == 1, asked.stderr
+    assert not (data_dir / "default").exists()  # refused before anything was stored

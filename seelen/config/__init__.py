@@ -40,7 +40,7 @@ class Settings:
     openai_base_url: str = _setting(
         "OPENAI_BASE_URL",
         "",
-        parse.text,
+        parse.web_address,
         "any OpenAI-compatible endpoint, e.g. http://localhost:11434/v1",
     )
     llm_provider: str = _setting(

@@ -57,6 +57,20 @@ def text(raw: str) -> str:
     return raw.strip()
 
 
+def web_address(raw: str) -> str:
+    """An http(s) address with a host, or empty (unset); anything else is refused here, as
+    one line, instead of failing at the first question as "cannot reach the model at …"."""
+    from urllib.parse import urlsplit
+
+    value = raw.strip()
+    if not value:
+        return value
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"expected an http:// or https:// address, got {raw!r}")
+    return value
+
+
 def one_of(*options: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         value = raw.strip().lower()
