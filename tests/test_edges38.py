@@ -198,3 +198,29 @@ def test_a_base_url_that_is_no_web_address_is_refused_at_once(data_dir: Path) ->
     asked = run_cli("ask", "hi", env={"OPENAI_BASE_URL": "localhost:11434/v1"})
     assert asked.returncode == 2 and asked.stderr.count("\n") == 1, asked.stderr
     assert not (data_dir / "default").exists()  # refused before anything was stored
+
+
+async def test_a_dumb_terminal_opens_the_profile_before_the_first_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With TERM=dumb prompt-toolkit reads each line with a plain prompt of its own and never
+    draws the session's app: the profile, opened after the first draw, never opened, and the
+    first line ended the chat with "internal error: AssertionError: the profile is still
+    opening"."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.input import create_pipe_input
+
+    from seelen.chat.input import read_lines
+
+    monkeypatch.setenv("TERM", "dumb")
+    events: list[str] = []
+
+    async def handle(line: str) -> bool:
+        events.append(f"line {line}")
+        return False
+
+    with create_pipe_input() as pipe:
+        pipe.send_text("hello\r")
+        session: PromptSession[str] = PromptSession(input=pipe)  # the default output: dumb
+        await read_lines(session, handle, print, lambda: events.append("shown"))
+    assert events == ["shown", "line hello"]

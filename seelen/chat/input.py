@@ -16,6 +16,7 @@ from prompt_toolkit.application.current import get_app
 from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.utils import is_dumb_terminal
 
 if TYPE_CHECKING:
     from prompt_toolkit.application import Application
@@ -147,7 +148,11 @@ async def read_lines(
     alone, Ctrl-D, or Ctrl-C twice at an empty prompt (Ctrl-C on a typed line clears it; ↑
     brings it back). `say` prints a hint (Rich markup); `on_shown` runs once, right after
     the first draw."""
-    if on_shown is not None:
+    if on_shown is not None and is_dumb_terminal():
+        # TERM=dumb: prompt-toolkit reads the line with a plain prompt of its own, which
+        # never draws this session's app, so there is no first draw to wait for.
+        on_shown()
+    elif on_shown is not None:
         shown = on_shown
 
         def first_draw(_: Application[str]) -> None:
