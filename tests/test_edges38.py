@@ -224,3 +224,22 @@ async def test_a_dumb_terminal_opens_the_profile_before_the_first_line(
         session: PromptSession[str] = PromptSession(input=pipe)  # the default output: dumb
         await read_lines(session, handle, print, lambda: events.append("shown"))
     assert events == ["shown", "line hello"]
+
+
+def test_a_version_number_restore_does_not_have_is_a_usage_error(data_dir: Path) -> None:
+    """`persona restore 0` or `9` (of 3 versions) exited 1 with "the persona has 3 earlier
+    versions; see history": a wrong value, which every other command answers with exit 2."""
+    assert run_cli("persona", "restore").stderr == (
+        "seelen: the persona has no earlier version yet\n"  # a state, not a wrong value
+    )
+    for text in ("first", "second", "third"):  # earlier: the shipped one, first, second
+        assert (
+            run_cli("persona", "edit", env={"EDITOR": f"sh -c 'echo {text} > $0'"}).returncode == 0
+        )
+    for number in ("0", "9"):
+        result = run_cli("persona", "restore", number)
+        assert result.returncode == 2, result.stderr
+        assert "the persona has 3 earlier versions: give 1 to 3" in result.stderr
+    assert run_cli("persona", "show").stdout == "third\n"
+    assert run_cli("persona", "restore", "2").returncode == 0
+    assert run_cli("persona", "show").stdout.strip() == "first"

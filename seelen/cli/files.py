@@ -95,9 +95,14 @@ def file_commands(sub: typer.Typer, filename: str, label: str) -> None:
         """Bring back an earlier version (the current one is kept in history too)."""
         settings = existing_settings(profile, data_dir)
         versions = list(reversed(_files(settings).versions(filename)))
-        if not 1 <= number <= len(versions):
+        if not versions:  # the state of the profile, not a wrong number: exit 1
+            raise SeelenError(f"{label} has no earlier version yet")
+        if not 1 <= number <= len(versions):  # a wrong value: a usage error, exit 2
             earlier = counted(len(versions), "earlier version")
-            raise SeelenError(f"{label} has {earlier}; see history")
+            raise typer.BadParameter(
+                f"{label} has {earlier}: give 1 to {len(versions)} (see history)",
+                param_hint="NUMBER",
+            )
         text = versions[number - 1].read_text("utf-8")
         write_file(settings, filename, text, f"{label} restore")
         print(f"restored {label} from version {number}")
