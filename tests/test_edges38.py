@@ -14,12 +14,16 @@ from model_server import ModelServer, Reply
 from seelen.app.build import chat_model
 from seelen.config import load_settings
 from seelen.errors import ConfigError, ModelError
+from seelen.memory.clock import Clock
+from seelen.memory.persona import PersonaFiles
+from seelen.memory.transfer import render_export
 from seelen.models.chat import OpenAIChatModel
 from seelen.models.provider import choose_provider
 from seelen.protocol import calls
 from seelen.protocol.text import sessions_text
 from seelen.runtime import open_reader
 from seelen.service import reading
+from seelen.store import Store
 
 
 def failed_archive(data_dir: Path) -> tuple[str, str]:
@@ -243,3 +247,29 @@ def test_a_version_number_restore_does_not_have_is_a_usage_error(data_dir: Path)
     assert run_cli("persona", "show").stdout == "third\n"
     assert run_cli("persona", "restore", "2").returncode == 0
     assert run_cli("persona", "show").stdout.strip() == "first"
+
+
+def test_the_markdown_export_keeps_each_texts_own_markdown_inside_it(tmp_path: Path) -> None:
+    """A reply's own "## Step 1" and a summary's second line were bare lines of the export:
+    a reader (or a Markdown viewer's outline) took the reply's heading for a new section,
+    and a summary's list left its quote."""
+    files = PersonaFiles(tmp_path)
+    files.ensure()
+    store, clock = Store(tmp_path / "chat_sessions.db"), Clock("UTC")
+    sid = store.create_session(start_ms=1_000).session_id
+    reply = "Here is how.\n\n## Step 1\n- water the tomatoes"
+    store.add_turns(sid, [("user", "how do I grow tomatoes?", None, 1_000)])
+    store.add_turns(sid, [("assistant", reply, None, 2_000)])
+    store.add_summary(sid, "Tomatoes.\n- water daily", 1_000, 2_000)
+    store.mark_archived(sid)
+    markdown = render_export(store, files, clock, "markdown")
+    store.close()
+    sections = [line for line in markdown.splitlines() if line.startswith("#")]
+    assert sections == [
+        "# Seelen memory export",
+        "## Persona",
+        "## User profile",
+        f"## Session {sid[:12]} (1970-01-01T00:00, archived)",
+    ]
+    assert "> Here is how.\n>\n> ## Step 1\n> - water the tomatoes" in markdown
+    assert "*summary:*\n\n> Tomatoes.\n> - water daily" in markdown

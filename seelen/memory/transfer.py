@@ -111,16 +111,23 @@ def export_markdown(data: dict[str, Any]) -> str:
 
 
 def _markdown(header: dict[str, Any], sessions: Iterable[dict[str, Any]]) -> Iterator[str]:
-    persona = header["persona"].strip() or "(empty)"  # as the profile: not a blank section
+    """Every stored text as a block quote under its label, so that its own Markdown (a
+    reply's "## Step 1", a list) stays inside it and never reads as the export's sections."""
+    persona = _quoted(header["persona"]) or "(empty)"  # as the profile: not a blank section
     yield from ["# Seelen memory export", "", "## Persona", "", persona, ""]
-    yield from ["## User profile", "", header["profile"].strip() or "(empty)", ""]
+    yield from ["## User profile", "", _quoted(header["profile"]) or "(empty)", ""]
     for s in sessions:
         yield from [f"## Session {s['session_id'][:12]} ({s['start'][:16]}, {s['status']})", ""]
         if s["summary"]:
-            yield from [f"> {s['summary']}", ""]
+            yield from ["*summary:*", "", _quoted(s["summary"]), ""]
         for t in s["turns"]:
             if t["role"] in ("user", "assistant"):
-                yield from [f"**{t['role']}** ({t['time'][:16]}): {t['text']}", ""]
+                yield from [f"**{t['role']}** ({t['time'][:16]}):", "", _quoted(t["text"]), ""]
+
+
+def _quoted(text: str) -> str:
+    """`text` as a Markdown block quote, every line of it ("" for a blank text)."""
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in text.strip().splitlines())
 
 
 def render_export(store: Store, files: PersonaFiles, clock: Clock, fmt: str) -> str:
