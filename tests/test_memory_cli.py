@@ -97,7 +97,7 @@ def test_a_spoiled_persona_can_be_restored(env: ModelServer, data_dir: Path) -> 
     assert restored.returncode == 0, restored.stderr
     text = run_cli("persona", "show").stdout
     assert "warm" in text and "curious" in text and "cold" not in text
-    assert run_cli("persona", "restore", "9").returncode == 1
+    assert run_cli("persona", "restore", "9").returncode == 2  # a wrong value: usage
 
 
 def test_stored_text_is_shown_as_data_not_markup_or_terminal_commands(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -28,6 +28,7 @@ from seelen.cli.mcp import mcp_app
 from seelen.cli.memory import register as register_memory_commands
 from seelen.cli.preflight import check_start
 from seelen.cli.server import server_app
+from seelen.cli.usage import usage_error
 from seelen.config import Settings, existing_profiles
 from seelen.errors import SeelenError
 
@@ -333,28 +334,6 @@ def refuse_undecodable_arguments(args: list[str]) -> None:
             ) from None
 
 
-def _usage_error(exc: typer.TyperException) -> NoReturn:
-    """A wrong flag, value or argument as one line naming the command and its usage (click
-    printed four: usage, a hint, a blank, the error); a help page asked for by a bare group
-    (`seelen memory`) is shown whole."""
-    from typer._click.exceptions import NoArgsIsHelpError, UsageError
-
-    if not isinstance(exc, UsageError) or isinstance(exc, NoArgsIsHelpError):
-        show = getattr(exc, "show", None)
-        if show is None:
-            raise exc
-        show()
-        sys.exit(getattr(exc, "exit_code", 2))
-    message = exc.format_message().rstrip(".")
-    line = f"{message[:1].lower()}{message[1:]}"
-    if exc.ctx is None:  # an option of the command line itself, before any command
-        print(f"seelen: {line}", file=sys.stderr)
-    else:
-        usage = exc.ctx.get_usage().removeprefix("Usage: ")
-        print(f"{exc.ctx.command_path}: {line}; usage: {usage}", file=sys.stderr)
-    sys.exit(exc.exit_code)
-
-
 def _os_error(exc: OSError) -> str:
     """A failure of the disk (full, read-only, gone) in words."""
     where = f" {exc.filename}" if exc.filename else ""
@@ -385,7 +364,7 @@ def main() -> None:
         print("", file=sys.stderr)
         sys.exit(130)
     except typer.TyperException as exc:  # usage errors: one line, with the usage
-        _usage_error(exc)
+        usage_error(exc)
     except OSError as exc:  # the disk: full, read-only, gone
         print(f"seelen: {_os_error(exc)}", file=sys.stderr)
         sys.exit(1)
