@@ -180,6 +180,20 @@ def open_store(data_dir: Path, profile: str = "default") -> Store:
     return Store(data_dir / profile / "chat_sessions.db")
 
 
+def failed_archive(data_dir: Path) -> tuple[str, str]:
+    """A default profile where a /save's archive began and failed (its session stays stored
+    as active) and a new session was talked in after it: (old id, new id)."""
+    (data_dir / "default").mkdir(parents=True)
+    store = open_store(data_dir)
+    old = store.create_session(start_ms=1_000).session_id
+    store.add_turns(old, [("user", "my dog Rex", None, 1_000)])
+    store.record_archive_step(old, "started")  # the archive began, then the model failed
+    new = store.create_session(start_ms=2_000).session_id
+    store.add_turns(new, [("user", "hello again", None, 2_000)])
+    store.close()
+    return old, new
+
+
 def active_texts(data_dir: Path) -> list[str]:
     """The texts of the profile's active session, oldest first ([] when there is none)."""
     store = open_store(data_dir)

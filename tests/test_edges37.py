@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from helpers import open_store, run_cli
+from helpers import failed_archive, open_store, run_cli
 from model_server import ModelServer, Reply
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -347,14 +347,7 @@ async def test_exit_alone_at_the_prompt_leaves_instead_of_being_sent(env: ModelS
 def test_sessions_list_shows_a_failed_archive_as_pending_not_active(data_dir: Path) -> None:
     """A /save whose model failed leaves its session stored as active, its archive begun:
     `sessions list` showed it "active" beside the new session, two active sessions."""
-    (data_dir / "default").mkdir(parents=True)
-    store = open_store(data_dir)
-    old = store.create_session(start_ms=1_000).session_id
-    store.add_turns(old, [("user", "my dog Rex", None, 1_000)])
-    store.record_archive_step(old, "started")  # the archive began, then the model failed
-    new = store.create_session(start_ms=2_000).session_id
-    store.add_turns(new, [("user", "hello again", None, 2_000)])
-    store.close()
+    old, new = failed_archive(data_dir)
     listed = run_cli("sessions", "list")
     assert listed.returncode == 0, listed.stderr
     lines = {

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import open_store, run_cli
+from helpers import failed_archive, open_store, run_cli
 from model_server import ModelServer, Reply
 
 from seelen.app.build import chat_model
@@ -24,20 +24,6 @@ from seelen.protocol.text import sessions_text
 from seelen.runtime import open_reader
 from seelen.service import reading
 from seelen.store import Store
-
-
-def failed_archive(data_dir: Path) -> tuple[str, str]:
-    """A default profile where a /save's archive began and failed (its session stays stored
-    as active) and a new session was talked in after it: (old id, new id)."""
-    (data_dir / "default").mkdir(parents=True)
-    store = open_store(data_dir)
-    old = store.create_session(start_ms=1_000).session_id
-    store.add_turns(old, [("user", "my dog Rex", None, 1_000)])
-    store.record_archive_step(old, "started")  # the archive began, then the model failed
-    new = store.create_session(start_ms=2_000).session_id
-    store.add_turns(new, [("user", "hello again", None, 2_000)])
-    store.close()
-    return old, new
 
 
 def test_sessions_show_calls_a_session_whose_archive_waits_archive_pending(
