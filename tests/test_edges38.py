@@ -124,11 +124,20 @@ def test_a_wrong_flag_or_value_is_one_line_naming_the_command_and_its_usage() ->
         ),
         (("nosuchcmd",), "seelen: no such command 'nosuchcmd'; usage: seelen [OPTIONS] COMMAND"),
         (("export", "--format"), "seelen: option '--format' requires an argument"),
-        (("memory",), "seelen memory: missing command; usage: seelen memory [OPTIONS] COMMAND"),
     ):
         result = run_cli(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith(said) and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_group_without_its_command_lists_its_commands() -> None:
+    """`seelen db` alone said "missing command" and its usage line, naming none of the
+    commands a newcomer was looking for: it shows the group's help (exit 2, on stderr)."""
+    for group, command in (("db", "backup"), ("memory", "search"), ("sessions", "show")):
+        result = run_cli(group)
+        assert result.returncode == 2, result.stderr
+        assert f"Usage: seelen {group} [OPTIONS] COMMAND" in result.stderr
+        assert f" {command} " in result.stderr, result.stderr
 
 
 def test_a_dotenv_line_python_dotenv_cannot_read_is_named_in_seelens_words(

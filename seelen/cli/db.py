@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from seelen.app import App
     from seelen.config import Settings
 
-db_app = typer.Typer(help="Check, repair, optimize, back up and restore the memory.")
+db_app = typer.Typer(
+    no_args_is_help=True, help="Check, repair, optimize, back up and restore the memory."
+)
 
 
 def _settings(profile: str | None, data_dir: str | None) -> Settings:

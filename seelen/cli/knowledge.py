@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from seelen.config import Settings
     from seelen.knowledge.library import Knowledge
 
-knowledge_app = typer.Typer(help="Note folders Seelen reads by itself (knowledge folders).")
+knowledge_app = typer.Typer(
+    no_args_is_help=True, help="Note folders Seelen reads by itself (knowledge folders)."
+)
 
 PathArg = Annotated[str, typer.Argument(help="a folder of notes", metavar="PATH")]
 

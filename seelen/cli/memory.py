@@ -33,11 +33,14 @@ if TYPE_CHECKING:
     from seelen.config import Settings
 
 T = TypeVar("T")
-memory_app = typer.Typer(help="Search, forget and re-index long-term memory.")
-sessions_app = typer.Typer(help="List and read past sessions.")
-persona_app = typer.Typer(help="The assistant's persona (persona_memory.txt).")
+memory_app = typer.Typer(no_args_is_help=True, help="Search, forget and re-index long-term memory.")
+sessions_app = typer.Typer(no_args_is_help=True, help="List and read past sessions.")
+persona_app = typer.Typer(
+    no_args_is_help=True, help="The assistant's persona (persona_memory.txt)."
+)
 profile_app = typer.Typer(
-    help="What Seelen knows about you (user_profile.txt). Not --profile: that picks a memory."
+    no_args_is_help=True,
+    help="What Seelen knows about you (user_profile.txt). Not --profile: that picks a memory.",
 )
 
 

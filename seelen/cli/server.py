@@ -9,9 +9,10 @@ from seelen.cli.common import DataOpt, ProfileOpt, settings_from
 from seelen.counts import counted
 
 server_app = typer.Typer(
+    no_args_is_help=True,
     help="The warm background process that answers `seelen ask` for a profile.\n\n"
     "It starts on the first `ask`, keeps your memory and models loaded, and exits after "
-    "SEELEN_IDLE_MINUTES without questions."
+    "SEELEN_IDLE_MINUTES without questions.",
 )
 
 
