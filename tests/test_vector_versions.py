@@ -128,3 +128,14 @@ def test_a_version_read_while_a_write_is_under_way_is_not_kept() -> None:
     assert [versions.of("turns", table) for _ in range(3)] == [8, 8, 8]  # type: ignore[arg-type]
     assert table.reads == 4
     assert versions.of("turns", _Table()) == 7  # type: ignore[arg-type]  # another handle
+
+
+def test_a_reader_finds_a_table_made_after_it_looked_for_it(tmp_path: Path) -> None:
+    """A reader that found no summaries table (told so by the folder, without asking
+    LanceDB) finds the one a writer makes later, at its next search."""
+    path = tmp_path / "lancedb"
+    VectorIndex(path, "m", DIM).add("turns", rows("t", "s1", range(3)))
+    reader = VectorIndex(path, "m", DIM, read_only=True)
+    assert reader.search("summaries", unit(1), 3) == []
+    VectorIndex(path, "m", DIM).add("summaries", [VectorRow("sum1", "s1", 0, unit(9))])
+    assert [h.text_id for h in reader.search("summaries", unit(9), 3)] == ["sum1"]

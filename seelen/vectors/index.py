@@ -177,7 +177,12 @@ class VectorIndex(TableUpkeep, IndexSwaps):
             # Nothing stored yet (a new profile): no table, and no need to load LanceDB to
             # say so (0.4 s of CPU in every process that opens a new profile's index).
             return False
-        return name in self._tables or name in self._connect().list_tables().tables
+        if name in self._tables:
+            return True
+        # LanceDB lists the `<name>.lance` folders: none, no table, and no hand-off to its
+        # event loop (0.13-0.41 ms) at every search of a reader's absent table.
+        listed = folders.present(self.path / f"{name}.lance")
+        return listed and name in self._connect().list_tables().tables
 
     @overload
     def _table(self, name: str, *, create: Literal[True]) -> LanceTable: ...
