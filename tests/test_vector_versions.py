@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from seelen.vectors import VectorIndex, VectorRow
-from seelen.vectors.versions import Versions, WriteGate
+from seelen.vectors.versions import TableVersions, WriteGate
 
 DIM = 16
 
@@ -107,7 +107,7 @@ def test_a_version_read_while_a_write_is_under_way_is_not_kept() -> None:
     """Read once between writes; read again after a write ends, and at every search while
     one is under way (the write may change it at any moment)."""
     gate = WriteGate()
-    versions, table = Versions(gate), _Table()
+    versions, table = TableVersions(gate), _Table()
     assert [versions.of("turns", table) for _ in range(3)] == [7, 7, 7]  # type: ignore[arg-type]
     assert table.reads == 1
     entered, leave = threading.Event(), threading.Event()

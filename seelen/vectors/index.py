@@ -23,7 +23,7 @@ from seelen.vectors.records import KINDS, VectorHit, VectorRow, check_kind
 from seelen.vectors.sidecar import GraphKeeper
 from seelen.vectors.swaps import IndexSwaps
 from seelen.vectors.upkeep import RECENT, TableUpkeep
-from seelen.vectors.versions import Versions, WriteGate
+from seelen.vectors.versions import TableVersions, WriteGate
 
 if TYPE_CHECKING:
     from lancedb.db import LanceDBConnection
@@ -104,7 +104,7 @@ class VectorIndex(TableUpkeep, IndexSwaps):
         self._bulk = 0  # nested `bulk()` calls under way
         self._unmaintained: set[str] = set()  # kinds moved during a bulk, not yet maintained
         self._graphs = GraphKeeper(self.path, self.dim, self.graph_rows)
-        self._versions = Versions(self._write_lock)  # the main tables' (versions.py)
+        self._versions = TableVersions(self._write_lock)  # the main tables' (versions.py)
 
     # -- the embedding model's record -----------------------------------------------------
 

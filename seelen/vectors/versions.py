@@ -50,7 +50,7 @@ class WriteGate:
         self._lock.release()
 
 
-class Versions:
+class TableVersions:
     """Each main table's version, read from LanceDB only after a write (or on a table handle
     not seen before): the same number `LanceTable.version` gives, without the hand-off."""
 
