@@ -30,7 +30,8 @@ Modules: `records` (rows in, hits out), `filters` (SQL literals), `tables` (one 
 table), `recent` (the in-memory copy), `graph` (the HNSW sidecar, searched), `graph_files`
 (its files), `sidecar` (which sidecar a search may use, and its upkeep), `meta` (the model
 record), `folders` and `swaps` (moving whole index folders aside and swapping rebuilt ones
-in), `upkeep` (compaction, moves, indices), `index` (`VectorIndex`, which uses them).
+in), `upkeep` (compaction, moves, indices), `versions` (the main tables' versions, read
+once between writes), `index` (`VectorIndex`, which uses them).
 """
 
 from seelen.vectors.filters import session_filter, sql_in, sql_string

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from seelen.vectors import folders
 from seelen.vectors import tables as tb
+
+if TYPE_CHECKING:
+    from seelen.vectors.versions import WriteGate
 
 
 class IndexSwaps:
@@ -37,7 +40,7 @@ class IndexSwaps:
     ) -> None:
         raise NotImplementedError  # `VectorIndex.__init__`, which takes these and more
 
-    def _writing(self) -> threading.RLock:
+    def _writing(self) -> WriteGate:
         raise NotImplementedError
 
     def _forget_handles(self) -> None:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from lancedb.db import LanceDBConnection
     from lancedb.table import LanceTable
 
+    from seelen.vectors.versions import WriteGate
+
 log = logging.getLogger(__name__)
 
 RECENT = "_recent"  # suffix of the small write table of each kind
@@ -42,7 +44,7 @@ class TableUpkeep:
     _unmaintained: set[str]
     _graphs: GraphKeeper
 
-    def _writing(self) -> threading.RLock:
+    def _writing(self) -> WriteGate:
         raise NotImplementedError
 
     @overload
