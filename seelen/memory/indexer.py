@@ -1,7 +1,8 @@
 """The `Indexer`: keeps the vector index in step with SQLite, and rebuilds it from SQLite.
 
 Texts are committed to SQLite first with `indexed = 0`, embedded in batches in a background
-thread, added to LanceDB, then marked (each batch's write runs while the next one embeds). SQLite is the truth; the index can always be rebuilt:
+thread, added to LanceDB, then marked (each batch's write runs while the next one embeds).
+SQLite is the truth; the index can always be rebuilt:
 - Before its first batch the indexer `repair`s: it finishes or removes a rebuild a crash
   cut short, compares what SQLite marks as indexed with the rows the index holds (missing
   vectors are queued again, orphans and duplicates dropped), and moves a damaged index aside
