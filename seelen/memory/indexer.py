@@ -1,7 +1,8 @@
 """The `Indexer`: keeps the vector index in step with SQLite, and rebuilds it from SQLite.
 
 Texts are committed to SQLite first with `indexed = 0`, embedded in batches in a background
-thread, added to LanceDB, then marked. SQLite is the truth; the index can always be rebuilt:
+thread, added to LanceDB, then marked (each batch's write runs while the next one embeds).
+SQLite is the truth; the index can always be rebuilt:
 - Before its first batch the indexer `repair`s: it finishes or removes a rebuild a crash
   cut short, compares what SQLite marks as indexed with the rows the index holds (missing
   vectors are queued again, orphans and duplicates dropped), and moves a damaged index aside
@@ -14,21 +15,25 @@ thread, added to LanceDB, then marked. SQLite is the truth; the index can always
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from seelen.counts import counted
 from seelen.errors import StoreError
 from seelen.memory.context import clip, estimate_tokens
+from seelen.memory.drift import KINDS as KINDS
+from seelen.memory.drift import Drift as Drift
+from seelen.memory.drift import measure as measure
+from seelen.memory.write_behind import WriteBehind
 from seelen.store import Store, Summary, Turn
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from seelen.models.embed import Embedder
     from seelen.vectors import VectorIndex
 
-KINDS = ("turns", "summaries")
 # A turn under this many tokens (about 60 characters of English, 16 of Chinese) rarely names
 # what it is about ("Yes, in Lisbon!", "That one, the red one"): it is embedded together with
 # the turn before it, cut to ANSWERED_TOKENS so the reply still weighs in its own vector.
@@ -40,53 +45,6 @@ Progress = Callable[[int, int], None]
 # sorts each call's texts by length, and over 256 chat texts its batches hold 1.12 times the
 # word pieces the texts have (1.76 times over 64: the rest is padding, computed for nothing).
 BATCH = 256
-
-
-@dataclass(frozen=True)
-class Drift:
-    """How one kind of texts in SQLite and its vectors differ."""
-
-    kind: str
-    texts: int  # texts of this kind that belong in the index
-    vectors: int  # rows the index holds
-    pending: int  # texts waiting to be indexed (normal; the indexer catches up)
-    missing: tuple[str, ...]  # marked as indexed, yet without a vector
-    orphans: tuple[str, ...]  # vectors whose text is gone
-    duplicates: tuple[str, ...]  # texts with more than one vector
-
-    @property
-    def ok(self) -> bool:
-        """True when every vector has one text and every indexed text one vector."""
-        return not (self.missing or self.orphans or self.duplicates)
-
-    def describe(self) -> str:
-        """One line: counts, and what is wrong if anything."""
-        line = f"{self.kind}: {counted(self.vectors, 'vector')} for {counted(self.texts, 'text')}"
-        missing, orphans, doubled = len(self.missing), len(self.orphans), len(self.duplicates)
-        problems = [
-            f"{counted(missing, 'indexed text')} without a vector" if missing else "",
-            f"{self.pending:,} waiting to be indexed" if self.pending else "",
-            f"{counted(orphans, 'vector')} without a text" if orphans else "",
-            f"{counted(doubled, 'text')} with several vectors" if doubled else "",
-        ]
-        return "; ".join([line, *filter(None, problems)])
-
-
-def measure(store: Store, index: VectorIndex, kind: str) -> Drift:
-    """Compare SQLite's texts of `kind` with the index's rows; raises `StoreError` when the
-    index cannot be read (every data file is read, so damage shows)."""
-    flags = store.index_flags(kind)
-    rows = index.inventory(kind)
-    counts = Counter(rows)
-    return Drift(
-        kind,
-        texts=len(flags),
-        vectors=len(rows),
-        pending=sum(1 for marked in flags.values() if not marked),
-        missing=tuple(i for i, marked in flags.items() if marked and i not in counts),
-        orphans=tuple(i for i in counts if i not in flags),
-        duplicates=tuple(i for i, n in counts.items() if n > 1 and i in flags),
-    )
 
 
 class Indexer:
@@ -104,10 +62,13 @@ class Indexer:
         self._stop = threading.Event()
         self._run_lock = threading.Lock()  # one indexing pass at a time, whoever asks
         # A batch read before a text was deleted must not add its vector after `forget`
-        # ran: batches and forgetting take turns.
+        # ran: a batch's write and forgetting take turns, and the write leaves out what was
+        # forgotten since the pass began (the batch is read and embedded without the lock,
+        # while the batch before it is written: `WriteBehind`).
         self._batch_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._repaired = False
+        self._forgotten: set[str] = set()  # forgotten while a batch was between read and write
         self.error: str | None = None
         self.repairs: list[str] = []  # what the last `repair` did, one line each
         self._doing: tuple[str, int, int] | None = None  # (what, done, total) of a long pass
@@ -220,31 +181,60 @@ class Indexer:
 
     def _index_batches(self, total: int, progress: Progress | None) -> int:
         done = 0
-        while not self._stop.is_set():
-            with self._batch_lock:
-                turns, summaries = self.store.unindexed(self.batch)
-                if not turns and not summaries:
+        with self._batch_lock:
+            self._forgotten.clear()  # only forgets during this pass matter to its writes
+        with WriteBehind() as behind:  # batch n written while batch n+1 embeds
+            while not self._stop.is_set():
+                batch = self._unindexed(behind.in_flight)  # no lock: `_write` checks forgets
+                if not batch:
                     break
-                for kind, items in (("turns", turns), ("summaries", summaries)):
-                    if items:
-                        self._embed_into(self.index, kind, items)
-                        self.store.mark_indexed([i.text_id for i in items])
-            self.index.build_graphs()  # a move's whole build: forgetting need not wait
-            done += len(turns) + len(summaries)
-            self._report("indexing memory", progress, done, max(total, done))
+                embedded = [(kind, items, self._vectors(kind, items)) for kind, items in batch]
+                ids = [i.text_id for _, items in batch for i in items]
+                behind.submit(partial(self._write, embedded), ids)
+                done += len(ids)
+                self._report("indexing memory", progress, done, max(total, done))
+        with self._batch_lock:
+            self._forgotten.clear()
         self._doing = None
         return done
 
+    def _unindexed(self, skip: frozenset[str]) -> list[tuple[str, Sequence[Turn | Summary]]]:
+        """The next batch of each kind waiting for a vector, without the texts in `skip`
+        (the batch being written, not yet marked)."""
+        turns, summaries = self.store.unindexed(self.batch + len(skip))
+        batch = [
+            (k, [i for i in items if i.text_id not in skip][: self.batch])
+            for k, items in (("turns", turns), ("summaries", summaries))
+        ]
+        return [(kind, items) for kind, items in batch if items]
+
+    def _write(self, embedded: list[tuple[str, Sequence[Turn | Summary], np.ndarray]]) -> None:
+        """Add a batch's vectors and mark its texts, but none forgotten since it was read: a
+        vector added after `forget` ran would outlive its text."""
+        with self._batch_lock:
+            for kind, items, vectors in embedded:
+                kept = [
+                    (i, v)
+                    for i, v in zip(items, vectors, strict=True)
+                    if i.text_id not in self._forgotten
+                ]
+                self._add(self.index, kind, kept)
+                self.store.mark_indexed([i.text_id for i, _ in kept])
+        self.index.build_graphs()  # a move's whole build: forgetting need not wait
+
+    def _vectors(self, kind: str, items: Sequence[Turn | Summary]) -> np.ndarray:
+        texts = self._with_context(items) if kind == "turns" else [i.text for i in items]
+        return self.embedder.embed(texts)
+
     def _embed_into(self, index: VectorIndex, kind: str, items: Sequence[Turn | Summary]) -> None:
+        self._add(index, kind, list(zip(items, self._vectors(kind, items), strict=True)))
+
+    @staticmethod
+    def _add(index: VectorIndex, kind: str, pairs: Sequence[tuple[Turn | Summary, Any]]) -> None:
         from seelen.vectors import VectorRow
 
-        texts = self._with_context(items) if kind == "turns" else [i.text for i in items]
-        vectors = self.embedder.embed(texts)
-        rows = [
-            VectorRow(i.text_id, i.session_id, _start(i), v)
-            for i, v in zip(items, vectors, strict=True)
-        ]
-        index.add(kind, rows, build=False)  # built after the batch (`_index_batches`)
+        rows = [VectorRow(i.text_id, i.session_id, _start(i), v) for i, v in pairs]
+        index.add(kind, rows, build=False)  # graphs built after the batch (`_write`)
 
     def _with_context(self, turns: Sequence[Any]) -> list[str]:
         """What to embed for each turn: the user's short reply together with the turn it
@@ -295,18 +285,19 @@ class Indexer:
         self, staged: VectorIndex, progress: Progress | None, total: int, embedded: list[str]
     ) -> int:
         done = 0
-        for kind in KINDS:
-            position = 0
-            while True:
-                if self._stop.is_set():
-                    return done
-                position, items = self.store.indexable(kind, position, self.batch)
-                if not items:
-                    break
-                self._embed_into(staged, kind, items)
-                embedded += [i.text_id for i in items]
-                done += len(items)
-                self._report("re-indexing memory", progress, done, max(total, done))
+        with WriteBehind() as behind:  # batch n written while batch n+1 embeds
+            for kind in KINDS:
+                position = 0
+                while not self._stop.is_set():
+                    position, items = self.store.indexable(kind, position, self.batch)
+                    if not items:
+                        break
+                    pairs = list(zip(items, self._vectors(kind, items), strict=True))
+                    ids = [i.text_id for i in items]
+                    behind.submit(partial(self._add, staged, kind, pairs), ids)
+                    embedded += ids  # marked only after the swap, once every write is in
+                    done += len(items)
+                    self._report("re-indexing memory", progress, done, max(total, done))
         return done
 
     def _repair_drift(self) -> None:
@@ -378,6 +369,7 @@ class Indexer:
             return
         try:
             with self._batch_lock:
+                self._forgotten.update(text_ids)
                 for kind in KINDS:
                     self.index.delete(kind, text_ids=list(text_ids))
         except StoreError as exc:
