@@ -203,15 +203,27 @@ async def test_the_model_clients_of_a_process_share_one_tls_context_that_checks_
     from seelen.models.embed import OpenAIEmbedder
     from seelen.models.http import tls_context
 
-    chat = OpenAIChatModel(base_url=env.url, api_key="k", model="m")
-    embedder = OpenAIEmbedder(base_url=env.url, api_key="k", model="e")
-    # httpx2 keeps its transport's TLS context here; the SDK would build one per client.
+    def context_of(client: object) -> ssl.SSLContext:
+        # httpx2 keeps its transport's TLS context here; the SDK would build one per client.
+        return client._client._transport._pool._ssl_context  # type: ignore[attr-defined,no-any-return]
+
+    secure = "https://models.example/v1"
     contexts = [
-        chat._get_client()._client._transport._pool._ssl_context,
-        embedder._get_client()._client._transport._pool._ssl_context,
+        context_of(OpenAIChatModel(base_url=secure, api_key="k", model="m")._get_client()),
+        context_of(OpenAIEmbedder(base_url=secure, api_key="k", model="e")._get_client()),
     ]
     assert contexts == [tls_context(), tls_context()] and contexts[0] is contexts[1]
     assert contexts[0].verify_mode == ssl.CERT_REQUIRED and contexts[0].check_hostname
+    assert contexts[0].cert_store_stats()["x509_ca"] > 0  # the system's certificates
+
+    # A plain-http endpoint (this test's server) never reads the certificates: its context
+    # trusts none, so a redirect to https fails closed, and is as strict as the other.
+    chat = OpenAIChatModel(base_url=env.url, api_key="k", model="m")
+    embedder = OpenAIEmbedder(base_url=env.url, api_key="k", model="e")
+    plain = [context_of(chat._get_client()), context_of(embedder._get_client())]
+    assert plain[0] is plain[1] and plain[0] is not tls_context()
+    assert plain[0].verify_mode == ssl.CERT_REQUIRED and plain[0].check_hostname
+    assert plain[0].cert_store_stats()["x509_ca"] == 0
     env.enqueue("streamed through the shared client")
     chunks = [c async for c in chat.stream([{"role": "user", "content": "hi"}])]
     assert "streamed through the shared client" in "".join(getattr(c, "text", "") for c in chunks)

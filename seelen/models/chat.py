@@ -117,7 +117,7 @@ class OpenAIChatModel:
                 api_key=self._api_key or "not-needed",
                 timeout=self._timeout,
                 max_retries=self._max_retries,  # honours Retry-After; backoff 0.5 s → 8 s
-                http_client=async_client(),
+                http_client=async_client(self.base_url),
             )
         return self._client
 

@@ -308,7 +308,7 @@ class OpenAIEmbedder:
                     api_key=self._api_key or "not-needed",
                     timeout=self._timeout,
                     max_retries=self._max_retries,
-                    http_client=sync_client(),
+                    http_client=sync_client(self.base_url),
                 )
             return self._client
 

@@ -6,6 +6,11 @@ and an embedding endpoint, an owner serving profile after profile) reads it once
 context is the one the SDK would build (`httpx2.create_ssl_context()`, honouring
 SSL_CERT_FILE and SSL_CERT_DIR), and each client keeps the SDK's own defaults (timeouts,
 connection limits, redirects).
+
+An endpoint on plain `http://` (the bundled model, Ollama, llama.cpp, LM Studio on this
+machine) speaks no TLS, so its client does not read the bundle at all: it gets a context
+that still requires a certificate and its host name but trusts none, so a redirect to an
+https address fails closed instead of going unverified.
 """
 
 from __future__ import annotations
@@ -21,20 +26,35 @@ if TYPE_CHECKING:
 
 @functools.cache
 def tls_context() -> ssl.SSLContext:
+    """The SDK's own context, with the system's certificates (read once a process)."""
     import httpx2  # the OpenAI SDK's HTTP library, imported with it
 
     return httpx2.create_ssl_context()
 
 
-def async_client() -> httpx2.AsyncClient:
+@functools.cache
+def _trusting_none() -> ssl.SSLContext:
+    """A context that verifies as strictly as `tls_context` and trusts no certificate."""
+    import ssl
+
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname
+
+
+def context_for(base_url: str | None) -> ssl.SSLContext:
+    """The TLS context a client of `base_url` needs (none of the bundle for plain http)."""
+    plain = (base_url or "").strip().lower().startswith("http://")
+    return _trusting_none() if plain else tls_context()
+
+
+def async_client(base_url: str | None) -> httpx2.AsyncClient:
     """An HTTP client for `AsyncOpenAI`, with the SDK's defaults and the shared context."""
     from openai import DefaultAsyncHttpxClient
 
-    return DefaultAsyncHttpxClient(verify=tls_context())
+    return DefaultAsyncHttpxClient(verify=context_for(base_url))
 
 
-def sync_client() -> httpx2.Client:
+def sync_client(base_url: str | None) -> httpx2.Client:
     """An HTTP client for `OpenAI`, with the SDK's defaults and the shared context."""
     from openai import DefaultHttpxClient
 
-    return DefaultHttpxClient(verify=tls_context())
+    return DefaultHttpxClient(verify=context_for(base_url))
