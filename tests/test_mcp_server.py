@@ -199,15 +199,17 @@ def http_server(owner_env: ModelServer, data_dir: Path) -> Iterator[tuple[str, s
     )
     url = f"http://127.0.0.1:{port}/mcp"
 
-    def listening() -> bool:
+    def listening(client: httpx2.Client) -> bool:
         assert process.poll() is None, process.communicate()
         try:
-            httpx2.get(url, timeout=1)
+            client.get(url, timeout=1)
         except httpx2.TransportError:
             return False
         return True
 
-    wait_until(listening, 60, "seelen mcp --http never listened")
+    # One client for every try: each new one reads the certificate bundle (~40 ms of CPU).
+    with httpx2.Client() as client:
+        wait_until(lambda: listening(client), 60, "seelen mcp --http never listened")
     try:
         yield url, process
     finally:
@@ -230,10 +232,11 @@ async def test_http_needs_the_bearer_token_and_serves_the_sdk_client(
         "params": {"name": "remember", "arguments": {"text": "intruder was here"}},
     }
     headers = {"Accept": "application/json, text/event-stream"}
-    for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
-        refused = httpx2.post(url, json=remember, headers={**headers, **auth}, timeout=10)
-        assert refused.status_code == 401
-        assert "Bearer" in refused.headers["www-authenticate"]
+    with httpx2.Client(timeout=10) as plain:
+        for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
+            refused = plain.post(url, json=remember, headers={**headers, **auth})
+            assert refused.status_code == 401
+            assert "Bearer" in refused.headers["www-authenticate"]
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=LONG) as http,
         streamable_http_client(url, http_client=http) as (read, write),
