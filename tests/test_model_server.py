@@ -18,13 +18,21 @@ def _client(server: ModelServer, **kw: object) -> openai.OpenAI:
     """The SDK's client as Seelen makes it: its HTTP client shares the process's TLS context
     (reading the certificate bundle costs ~40 ms of CPU per client otherwise)."""
     return openai.OpenAI(
-        base_url=server.url, api_key="test-key", max_retries=0, http_client=sync_client(), **kw
+        base_url=server.url,
+        api_key="test-key",
+        max_retries=0,
+        http_client=sync_client(server.url),
+        **kw,
     )
 
 
 def _aclient(server: ModelServer, **kw: object) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(
-        base_url=server.url, api_key="test-key", max_retries=0, http_client=async_client(), **kw
+        base_url=server.url,
+        api_key="test-key",
+        max_retries=0,
+        http_client=async_client(server.url),
+        **kw,
     )
 
 
