@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import failed_archive, open_store, run_cli
+from helpers import failed_archive, open_store, run_cli, run_seelen
 from model_server import ModelServer, Reply
 
 from seelen.app.build import chat_model
@@ -268,3 +268,25 @@ def test_the_markdown_export_keeps_each_texts_own_markdown_inside_it(tmp_path: P
     ]
     assert "> Here is how.\n>\n> ## Step 1\n> - water the tomatoes" in markdown
     assert "*summary:*\n\n> Tomatoes.\n> - water daily" in markdown
+
+
+def test_text_the_outputs_encoding_cannot_write_is_one_line_naming_the_fix(
+    data_dir: Path,
+) -> None:
+    """PYTHONIOENCODING=ascii (or a Latin-1 locale) and a Chinese profile printed "internal
+    error: UnicodeEncodeError"; the user is told what to set, and the file is untouched."""
+    (data_dir / "default").mkdir(parents=True)
+    open_store(data_dir).close()
+    profile = data_dir / "default" / "user_profile.txt"
+    profile.write_text("我妹妹莱娜住在上海\n", "utf-8")
+    for encoding in ("ascii", "latin-1"):
+        shown = run_seelen("profile", "show", env={"PYTHONIOENCODING": encoding})
+        assert shown.returncode == 1, shown.stderr
+        assert shown.stderr == (
+            f"seelen: the output's encoding ({encoding}, from PYTHONIOENCODING or the locale) "
+            "cannot write this text: use UTF-8 (PYTHONIOENCODING=utf-8, or a locale such as "
+            "LANG=C.UTF-8)\n"
+        )
+    assert profile.read_text("utf-8") == "我妹妹莱娜住在上海\n"
+    shown = run_seelen("profile", "show", env={"PYTHONIOENCODING": "utf-8"})
+    assert shown.returncode == 0 and shown.stdout == "我妹妹莱娜住在上海\n"

@@ -371,6 +371,11 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: one line, details on request
         import os
 
+        from seelen.cli.reader import narrow_output
+
+        if (line := narrow_output(exc)) is not None:
+            print(f"seelen: {line}", file=sys.stderr)
+            sys.exit(1)
         if os.environ.get("DEBUG_MODE", "").lower() in {"1", "true", "yes", "on"}:
             raise
         print(

@@ -8,7 +8,9 @@ silent exit status 1: an error in a script (`set -o pipefail`) where nothing wen
 
 from __future__ import annotations
 
+import codecs
 import os
+import sys
 from collections.abc import Iterable
 from typing import Any, TextIO, cast
 
@@ -62,3 +64,26 @@ def guard_stdout(stream: TextIO) -> TextIO:
     except ValueError:  # closed
         return stream
     return cast(TextIO, UntilReaderLeaves(stream))
+
+
+def narrow_output(exc: BaseException) -> str | None:
+    """What to tell the user when `exc` is stored text that the encoding standard output or
+    error writes in (PYTHONIOENCODING=ascii, a Latin-1 locale) cannot hold; None for any
+    other error, a fault of Seelen's own among them."""
+    if not isinstance(exc, UnicodeEncodeError):
+        return None
+    outputs = {_codec(getattr(s, "encoding", None)) for s in (sys.__stdout__, sys.__stderr__)}
+    if _codec(exc.encoding) not in outputs - {"utf-8"}:
+        return None
+    return (
+        f"the output's encoding ({exc.encoding}, from PYTHONIOENCODING or the locale) cannot "
+        "write this text: use UTF-8 (PYTHONIOENCODING=utf-8, or a locale such as LANG=C.UTF-8)"
+    )
+
+
+def _codec(name: str | None) -> str:
+    """The codec's canonical name ('ASCII' and 'us-ascii' are 'ascii')."""
+    try:
+        return codecs.lookup(name or "utf-8").name
+    except LookupError:
+        return name or ""
