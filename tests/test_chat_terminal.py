@@ -59,3 +59,22 @@ def test_leaving_while_another_terminal_is_answered_says_what_it_waits_for(
         assert terminal.wait() == 0, terminal.text
     assert terminal.text.index(waits) < terminal.text.index("(answered a question from another")
     assert _finish(asks) == [(0, "answer to from afar\n", "")]
+
+
+def test_a_dumb_terminal_shows_each_reply_before_the_next_prompt(
+    env: ModelServer, data_dir: Path
+) -> None:
+    """TERM=dumb (Emacs' shell, some CI terminals): the reply was written only once the next
+    prompt mark showed, so each read "› the answer" on the line where the user types."""
+    env.enqueue(Reply(text="the answer is here"))
+    with Terminal("chat", env={"TERM": "dumb"}) as terminal:
+        assert terminal.read_until("›"), terminal.text
+        sent = len(terminal.output)
+        terminal.send("hello\r")
+        assert terminal.read_until("the answer is here", after=sent), terminal.text
+        assert terminal.read_until("›", after=sent), terminal.text
+        shown = terminal.output[sent:]
+        assert shown.index(b"the answer is here") < shown.index("›".encode()), terminal.text
+        assert "› the answer".encode() not in terminal.output
+        terminal.send("/exit\r")  # a line typed early waits; an early Ctrl-D has no line
+        assert terminal.wait() == 0, terminal.text

@@ -138,6 +138,18 @@ def keys_unechoed() -> Iterator[None]:
 LEAVE_WORDS = ("exit", "quit")
 
 
+def above_prompt() -> contextlib.AbstractContextManager[object]:
+    """Standard output for the prompt loop: lines printed in the background (MCP failures)
+    show above the prompt. With TERM=dumb there is no drawn prompt to keep below them, and
+    prompt-toolkit's patched output was written only once the next prompt mark showed, so
+    every reply read "› ok"; there, output goes straight to the terminal."""
+    if is_dumb_terminal():
+        return contextlib.nullcontext()
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    return patch_stdout(raw=True)
+
+
 async def read_lines(
     session: PromptSession[str],
     handle: Callable[[str], Awaitable[bool]],

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.text import Text
 
 from seelen.chat.archiving import ChatArchives
-from seelen.chat.input import keys_unechoed, prompt_session, read_lines
+from seelen.chat.input import above_prompt, keys_unechoed, prompt_session, read_lines
 from seelen.chat.outcomes import COMMAND, LOST, UNANSWERED, LineTally, stopped_line
 from seelen.chat.slash import COMMANDS, unknown
 from seelen.chat.visible import visible
@@ -251,12 +251,10 @@ class Repl:
     async def run_interactive(self, on_shown: Callable[[], None] | None = None) -> None:
         """The prompt loop: until /exit, Ctrl-D, or Ctrl-C twice at an empty prompt.
         `on_shown` runs once, right after the prompt's first draw."""
-        from prompt_toolkit.patch_stdout import patch_stdout
-
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(self._background_error)
         self._interactive = True
-        with patch_stdout(raw=True):  # background lines (MCP failures) print above the prompt
+        with above_prompt():  # background lines (MCP failures) print above the prompt
             try:
                 await self._prompt_loop(on_shown)
             finally:
