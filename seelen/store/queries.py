@@ -17,6 +17,7 @@ import numpy as np
 from seelen.store.reader import SecondReader
 from seelen.store.records import (
     INDEXABLE_TURN,
+    LONGEST_ID,
     RECOUNT_TURNS,
     Session,
     Summary,
@@ -48,7 +49,9 @@ class Lookups:
         return bool(rows[0][0])
 
     def find_text_ids(self, prefix: str) -> list[str]:
-        """Turn and summary ids that start with `prefix`."""
+        """Turn and summary ids that start with `prefix` (none when it is longer than an id)."""
+        if len(prefix) > LONGEST_ID:
+            return []
         pattern = like_prefix(prefix)
         rows = self._query(
             "SELECT text_id FROM conversation WHERE text_id LIKE ? ESCAPE '\\' UNION ALL "

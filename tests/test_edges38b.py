@@ -1,0 +1,49 @@
+"""What a demanding user met in the knowledge folders, `seelen mcp` and imports: each fault
+as one clear line, nothing lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import open_store, run_cli
+
+from seelen.config import load_settings
+from seelen.protocol import calls
+from seelen.runtime import open_writer
+from seelen.service import writing
+
+
+def test_an_id_longer_than_any_is_not_found_not_a_damaged_database(data_dir: Path) -> None:
+    """A pasted text as the id (`memory forget`, `sessions show`, MCP `forget`) passed SQLite's
+    limit on a LIKE pattern: "cannot use …/chat_sessions.db: LIKE or GLOB pattern too
+    complex", as if the memory were damaged; the line also echoed all 60,000 characters."""
+    assert run_cli("ask", "--ephemeral", "hello").returncode in (0, 1)
+    pasted = "a" * 60_000
+    for args, said in (
+        (("memory", "forget", pasted), "no memory has the id 'aaaa"),
+        (("memory", "forget", "--session", pasted), "no session starts with 'aaaa"),
+        (("sessions", "show", pasted), "no session starts with 'aaaa"),
+    ):
+        result = run_cli(*args)
+        assert result.returncode == 1, result.stderr
+        assert said in result.stderr and "(60,000 characters)" in result.stderr, result.stderr
+        assert "LIKE" not in result.stderr and len(result.stderr) < 300, result.stderr[:300]
+
+
+async def test_mcp_forget_of_a_pasted_text_says_no_memory_has_it(data_dir: Path) -> None:
+    """The MCP `forget` tool looks the id up before forgetting: the same fault, the same line."""
+    app = await open_writer(load_settings(), role="ask", with_model=False, start_indexer=False)
+    try:
+        kept = writing.remember(app, calls.Remember(text="my cat is called Mimi", client="mcp"))
+        try:
+            writing.forget(app, calls.Forget(text_id=kept.text_id + "0" * 60_000))
+        except Exception as exc:
+            said = str(exc)
+        else:
+            raise AssertionError("forgot an id no memory has")
+    finally:
+        await app.aclose()
+    assert said.startswith("no memory has the id") and "LIKE" not in said, said[:200]
+    store = open_store(data_dir)
+    assert store.find_text_ids(kept.text_id) == [kept.text_id]  # nothing lost
+    store.close()
