@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import open_store, run_cli
 
 from seelen.config import load_settings
@@ -47,3 +48,22 @@ async def test_mcp_forget_of_a_pasted_text_says_no_memory_has_it(data_dir: Path)
     store = open_store(data_dir)
     assert store.find_text_ids(kept.text_id) == [kept.text_id]  # nothing lost
     store.close()
+
+
+def test_a_note_over_the_size_limit_is_named_not_silently_left_out(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note over KNOWLEDGE_MAX_BYTES was left out without a word: `knowledge add` said
+    "1 note indexed" and a search for its words said "Nothing found.", with no reason."""
+    monkeypatch.setenv("KNOWLEDGE_MAX_BYTES", "1000")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "small.md").write_text("The tomatoes grow on the south wall.\n", "utf-8")
+    (folder / "journal.md").write_text("zeppelin rides over the bay\n" * 100, "utf-8")
+    (folder / "photo.jpg").write_bytes(b"\xff" * 5000)  # no note's name: not a note at all
+    for args in (("knowledge", "add", str(folder)), ("knowledge", "search", "zeppelin")):
+        result = run_cli(*args)
+        assert result.returncode == 0, result.stderr
+        said = "skipped 1 file over the size limit (KNOWLEDGE_MAX_BYTES, 1,000 bytes)"
+        assert result.stderr.splitlines() == [f"{said}: notes/journal.md"], result.stderr
+    assert run_cli("knowledge", "list").stdout.endswith("(profile, 1 note indexed)\n")

@@ -63,8 +63,11 @@ def inside(path: str, root: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def walk(root: str, rules: NoteFilter, under: str | None = None) -> Iterator[NoteFile]:
-    """Every note in `root` (or in its subfolder `under`), never leaving the folder."""
+def walk(
+    root: str, rules: NoteFilter, under: str | None = None, too_large: set[str] | None = None
+) -> Iterator[NoteFile]:
+    """Every note in `root` (or in its subfolder `under`), never leaving the folder; the
+    paths of files that would be notes but for their size are added to `too_large`."""
     start = under or root
     if not inside(start, root) or _hidden_below(start, root):
         return
@@ -83,10 +86,20 @@ def walk(root: str, rules: NoteFilter, under: str | None = None) -> Iterator[Not
                     stack.append(entry.path)
                     continue
                 note = note_file(entry.path, root, rules)
+                if note is None and too_large is not None and _oversized(entry, root, rules):
+                    too_large.add(entry.path)
             except OSError:
                 continue
             if note is not None:
                 yield note
+
+
+def _oversized(entry: os.DirEntry[str], root: str, rules: NoteFilter) -> bool:
+    """True when `entry` would be a note (its name, inside the folder, a regular file) but
+    for its size."""
+    if not rules.wants_name(entry.name) or not entry.is_file() or not inside(entry.path, root):
+        return False
+    return entry.stat().st_size > rules.max_bytes
 
 
 def note_file(path: str, root: str, rules: NoteFilter) -> NoteFile | None:

@@ -46,6 +46,7 @@ class Progress:
     dropped: int = 0
     done: bool = False
     skipped: list[str] = field(default_factory=list)  # files that are not text
+    too_large: set[str] = field(default_factory=set)  # files named as notes, over the limit
 
 
 class Knowledge:
@@ -117,7 +118,7 @@ class Knowledge:
         for root in self.roots:
             if under is not None and not _below(under, root):
                 continue
-            for note in walk(root, self.rules, under):
+            for note in walk(root, self.rules, under, self.progress.too_large):
                 if self._stop.is_set():
                     return seen
                 seen.add(note.path)
