@@ -67,3 +67,30 @@ def test_a_note_over_the_size_limit_is_named_not_silently_left_out(
         said = "skipped 1 file over the size limit (KNOWLEDGE_MAX_BYTES, 1,000 bytes)"
         assert result.stderr.splitlines() == [f"{said}: notes/journal.md"], result.stderr
     assert run_cli("knowledge", "list").stdout.endswith("(profile, 1 note indexed)\n")
+
+
+def test_a_long_paragraph_without_a_sentence_end_is_cut_in_linear_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A note of one long paragraph with no sentence end (a log, a word list, a transcript
+    without punctuation) was cut by estimating the whole rest of it for every chunk: 13 s of
+    CPU for a 1.9 MB note, 111 s for 5.6 MB, while the chat's notes waited. The work is
+    counted in characters estimated, not timed: it stays a small multiple of the text."""
+    import seelen.knowledge.text as text_module
+    from seelen.memory.context import estimate_tokens
+
+    estimated = 0
+
+    def counting(text: str) -> int:
+        nonlocal estimated
+        estimated += len(text)
+        return estimate_tokens(text)
+
+    paragraph = " ".join(["river stone cloud"] * 20_000)  # 360,000 characters, no "."
+    expected = text_module.chunks(paragraph, True)
+    monkeypatch.setattr(text_module, "estimate_tokens", counting)
+    pieces = text_module.chunks(paragraph, True)
+    assert pieces == expected and len(pieces) > 300
+    assert all(estimate_tokens(p.text) <= text_module.CHUNK_TOKENS for p in pieces)
+    assert "".join(p.text for p in pieces) == paragraph  # nothing lost at the hard cuts
+    assert estimated <= 20 * len(paragraph), estimated / len(paragraph)  # it was 387 times
