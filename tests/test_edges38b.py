@@ -94,3 +94,24 @@ def test_a_long_paragraph_without_a_sentence_end_is_cut_in_linear_work(
     assert all(estimate_tokens(p.text) <= text_module.CHUNK_TOKENS for p in pieces)
     assert "".join(p.text for p in pieces) == paragraph  # nothing lost at the hard cuts
     assert estimated <= 20 * len(paragraph), estimated / len(paragraph)  # it was 387 times
+
+
+def test_knowledge_add_of_an_empty_path_adds_nothing(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`seelen knowledge add "$NOTES"` with NOTES unset added the folder the shell was in
+    (often the home folder, every file of it read as notes); remove "" removed it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "diary.md").write_text("A private diary entry.\n", "utf-8")
+    monkeypatch.chdir(home)
+    assert run_cli("knowledge", "add", str(home)).returncode == 0
+    for command in ("add", "remove"):
+        result = run_cli("knowledge", command, "")
+        assert result.returncode == 2 and result.stdout == "", result
+        assert "it is empty: name a folder of notes" in result.stderr, result.stderr
+    assert run_cli("knowledge", "list").stdout.startswith(f"{home}  (profile, 1 note")
+    assert run_cli("knowledge", "remove", str(home)).returncode == 0
+    assert run_cli("knowledge", "add", " ").returncode == 2
+    listed = run_cli("knowledge", "list")
+    assert listed.stdout.startswith("no knowledge folder"), listed.stdout

@@ -21,7 +21,16 @@ knowledge_app = typer.Typer(
     no_args_is_help=True, help="Note folders Seelen reads by itself (knowledge folders)."
 )
 
-PathArg = Annotated[str, typer.Argument(help="a folder of notes", metavar="PATH")]
+
+def _given(path: str) -> str:
+    """PATH as given; an empty one (`"$NOTES"` unset in a script) is refused: read as the
+    current folder, it added (or removed) the folder the shell was in, often the home."""
+    if not path.strip():
+        raise typer.BadParameter("it is empty: name a folder of notes")
+    return path
+
+
+PathArg = Annotated[str, typer.Argument(help="a folder of notes", metavar="PATH", callback=_given)]
 
 
 def _settings(profile: str | None, data_dir: str | None, *, reading: bool = False) -> Settings:
