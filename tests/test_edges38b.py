@@ -115,3 +115,24 @@ def test_knowledge_add_of_an_empty_path_adds_nothing(
     assert run_cli("knowledge", "add", " ").returncode == 2
     listed = run_cli("knowledge", "list")
     assert listed.stdout.startswith("no knowledge folder"), listed.stdout
+
+
+def test_a_western_note_in_windows_1252_is_read_as_written(tmp_path: Path, data_dir: Path) -> None:
+    """A note saved as Windows-1252 (Notepad's "ANSI", Latin-1) was read as GB18030 when each
+    accented letter had a letter after it ("crème brûlée" indexed as "cr鑝e br鹟閑", never
+    found by its words), and skipped as "not text" when a space came after one ("café")."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "dessert.md").write_bytes("La crème brûlée était délicieuse.\n".encode("cp1252"))
+    (folder / "cafe.txt").write_bytes("Un café au lait, s'il vous plaît.\n".encode("cp1252"))
+    (folder / "cat.md").write_bytes("我的猫叫咪咪，她睡在钢琴上。\n".encode("gb18030"))
+    added = run_cli("knowledge", "add", str(folder))
+    assert added.returncode == 0 and added.stderr == "", added.stderr
+    assert added.stdout.endswith("3 notes indexed\n")
+    for query, line in (
+        ("crème brûlée", "La crème brûlée était délicieuse."),
+        ("café", "Un café au lait, s'il vous plaît."),
+        ("咪咪", "我的猫叫咪咪，她睡在钢琴上。"),
+    ):
+        found = run_cli("knowledge", "search", query)
+        assert line in found.stdout, (query, found.stdout)
