@@ -136,3 +136,41 @@ def test_a_western_note_in_windows_1252_is_read_as_written(tmp_path: Path, data_
     ):
         found = run_cli("knowledge", "search", query)
         assert line in found.stdout, (query, found.stdout)
+
+
+def _chatgpt_conversation(key: str, words: str | None) -> dict[str, object]:
+    """A ChatGPT conversation of one user message; `words` None: its tree left out."""
+    item: dict[str, object] = {"conversation_id": key, "id": key, "title": key}
+    item["create_time"] = 1_700_000_000
+    if words is not None:
+        message = {
+            "id": "m",
+            "author": {"role": "user"},
+            "create_time": 1_700_000_001,
+            "content": {"content_type": "text", "parts": [words]},
+        }
+        item["mapping"] = {"m": {"id": "m", "message": message, "parent": None, "children": []}}
+        item["current_node"] = "m"
+    return item
+
+
+@pytest.mark.parametrize("first_has_no_tree", [False, True])
+def test_a_chatgpt_conversation_without_its_tree_does_not_refuse_the_others(
+    tmp_path: Path, data_dir: Path, first_has_no_tree: bool
+) -> None:
+    """One conversation of a ChatGPT export without its message tree (`mapping` left out or
+    null) refused the whole export: "conversation 2 has no message tree (mapping)", or,
+    when it came first, "a JSON list, but not ChatGPT's or Claude's conversations"."""
+    import json
+
+    good = _chatgpt_conversation("good", "my bike is a blue Gazelle")
+    bare = _chatgpt_conversation("bare", None)
+    nulled = {**_chatgpt_conversation("nulled", None), "mapping": None}
+    items = [bare, good, nulled] if first_has_no_tree else [good, bare, nulled]
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(items), "utf-8")
+    result = run_cli("import", str(export))
+    assert result.returncode == 0, result.stderr
+    assert "(3 conversations in the export, 2 with nothing to keep)" in result.stderr
+    found = run_cli("memory", "search", "Gazelle", "--json")
+    assert "my bike is a blue Gazelle" in found.stdout, found.stdout
