@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers import open_store, run_cli
+from model_server import ModelServer
 
 from seelen.config import load_settings
 from seelen.protocol import calls
@@ -174,3 +175,67 @@ def test_a_chatgpt_conversation_without_its_tree_does_not_refuse_the_others(
     assert "(3 conversations in the export, 2 with nothing to keep)" in result.stderr
     found = run_cli("memory", "search", "Gazelle", "--json")
     assert "my bike is a blue Gazelle" in found.stdout, found.stdout
+
+
+def test_ctrl_c_while_import_wait_embeds_through_the_owner_says_what_goes_on(
+    owner_env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    """Ctrl-C on `import --wait`'s embedding bar (the owner embeds) left exit 130 without a
+    word: whether the import was kept, and whether the embedding went on, went unsaid."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from seelen.cli.imports import STOPPED_WAITING_FOR_VECTORS
+
+    # 100 conversations of 5 messages: 600 texts, seconds of embedding (~140 a second), which
+    # the Ctrl-C (a user's, a moment after the import is done) comes well inside.
+    words = "river stone cloud garden pier bike forest ocean".split()
+    items = [
+        _chatgpt_conversation(f"c{c}", " ".join(words[(c + i) % 8] for i in range(30)))
+        for c in range(100)
+    ]
+    for c, item in enumerate(items):
+        item["mapping"] = {
+            f"m{i}": {
+                "id": f"m{i}",
+                "parent": f"m{i - 1}" if i else None,
+                "children": [f"m{i + 1}"] if i < 4 else [],
+                "message": {
+                    "id": f"{c}-{i}",
+                    "author": {"role": "user" if i % 2 == 0 else "assistant"},
+                    "create_time": 1_700_000_000 + c * 60 + i,
+                    "content": {"content_type": "text", "parts": [f"{c} {i} {words[i]}"]},
+                },
+            }
+            for i in range(5)
+        }
+        item["current_node"] = "m4"
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(items), "utf-8")
+    importer = subprocess.Popen(
+        [sys.executable, "-m", "seelen", "import", "--wait", str(export)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert importer.stderr is not None
+        said: list[str] = []
+        while not said or "Keyword search finds them now." not in said[-1]:
+            said.append(importer.stderr.readline())
+            assert said[-1], said
+        time.sleep(0.3)  # a user's reaction: the command is past its line, waiting
+        importer.send_signal(signal.SIGINT)
+        out, err = importer.communicate(timeout=60)
+    finally:
+        if importer.poll() is None:
+            importer.kill()
+    assert importer.returncode == 130 and out == "", err
+    assert STOPPED_WAITING_FOR_VECTORS in err.replace("\n", "") and "Traceback" not in err
+    store = open_store(data_dir)
+    assert store.count_turns() == 500  # every text is kept
+    store.close()
