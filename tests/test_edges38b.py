@@ -239,3 +239,29 @@ def test_ctrl_c_while_import_wait_embeds_through_the_owner_says_what_goes_on(
     store = open_store(data_dir)
     assert store.count_turns() == 500  # every text is kept
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "content"),
+    [
+        (("--from", "chatgpt"), "[]"),
+        (("--from", "claude"), "[]"),
+        ((), '{"conversations": []}'),
+        (("--from", "claude"), '{"conversations": []}'),
+    ],
+)
+def test_an_export_of_no_conversations_is_nothing_to_import_whatever_from_says(
+    tmp_path: Path, data_dir: Path, args: tuple[str, ...], content: str
+) -> None:
+    """With --from, an empty list was "Imported 0 turns in 0 new sessions from  (0
+    conversations in the export)." under an empty progress bar; Claude's wrapped list of
+    none was "not a Seelen export (no list of sessions)"."""
+    export = tmp_path / "conversations.json"
+    export.write_text(content, "utf-8")
+    for result in (
+        run_cli("import", *args, str(export)),
+        run_cli("import", *args, "-", stdin=content),
+    ):
+        assert result.returncode == 0, result.stderr
+        said = result.stdout + result.stderr
+        assert said == "Nothing to import: the export holds no conversations.\n", said
