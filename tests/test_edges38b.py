@@ -265,3 +265,19 @@ def test_an_export_of_no_conversations_is_nothing_to_import_whatever_from_says(
         assert result.returncode == 0, result.stderr
         said = result.stdout + result.stderr
         assert said == "Nothing to import: the export holds no conversations.\n", said
+
+
+def test_an_export_saved_with_a_byte_order_mark_is_imported(
+    env: ModelServer, tmp_path: Path, data_dir: Path
+) -> None:
+    """A `seelen export` file opened and saved again in an editor that writes a UTF-8 byte
+    order mark (Windows Notepad) was "not JSON, or cut short (Unexpected UTF-8 BOM …)"; a
+    list of conversations with one was read, since the stream skips it."""
+    remembered = run_cli("ask", "my bike is a blue Gazelle")
+    export = tmp_path / "seelen.json"
+    assert run_cli("export", "-o", str(export)).returncode == 0, remembered.stderr
+    export.write_bytes(b"\xef\xbb\xbf" + export.read_bytes())
+    result = run_cli("--profile", "other", "import", str(export))
+    assert result.returncode == 0, result.stderr
+    found = run_cli("--profile", "other", "memory", "search", "Gazelle", "--json")
+    assert "my bike is a blue Gazelle" in found.stdout, found.stdout

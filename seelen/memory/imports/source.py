@@ -117,7 +117,7 @@ def _recognise_stream(opener: Opener, where: str, fmt: str | None) -> Export:
     with opener() as stream:
         data = stream.read()
     try:
-        return _recognise(data.decode("utf-8"), fmt)
+        return _recognise(data.decode("utf-8-sig"), fmt)  # a BOM, as the stream reads it
     except UnicodeDecodeError:
         raise HistoryError(f"{where} is not UTF-8 text") from None
 
