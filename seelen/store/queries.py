@@ -17,7 +17,6 @@ import numpy as np
 from seelen.store.reader import SecondReader
 from seelen.store.records import (
     INDEXABLE_TURN,
-    LONGEST_ID,
     RECOUNT_TURNS,
     Session,
     Summary,
@@ -49,9 +48,7 @@ class Lookups:
         return bool(rows[0][0])
 
     def find_text_ids(self, prefix: str) -> list[str]:
-        """Turn and summary ids that start with `prefix` (none when it is longer than an id)."""
-        if len(prefix) > LONGEST_ID:
-            return []
+        """Turn and summary ids that start with `prefix`."""
         pattern = like_prefix(prefix)
         rows = self._query(
             "SELECT text_id FROM conversation WHERE text_id LIKE ? ESCAPE '\\' UNION ALL "

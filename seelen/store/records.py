@@ -118,7 +118,9 @@ LONGEST_ID = 64
 
 
 def like_prefix(prefix: str) -> str:
-    """A LIKE pattern matching `prefix` literally at the start (escape character: \\)."""
+    """A LIKE pattern matching `prefix` literally at the start (escape character: \\). A
+    prefix longer than any id is cut to LONGEST_ID + 1 characters: it still matches none."""
+    prefix = prefix[: LONGEST_ID + 1]
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 

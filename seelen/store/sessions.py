@@ -10,14 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from seelen.store.records import (
-    ACTIVE,
-    LONGEST_ID,
-    SESSION_COLUMNS,
-    Session,
-    like_prefix,
-    session_row,
-)
+from seelen.store.records import ACTIVE, SESSION_COLUMNS, Session, like_prefix, session_row
 
 
 class SessionReads:
@@ -59,10 +52,7 @@ class SessionReads:
         return session_row(rows[0]) if rows else None
 
     def find_sessions(self, prefix: str) -> list[Session]:
-        """Sessions whose id starts with `prefix` (so users can type short ids); none when it
-        is longer than an id."""
-        if len(prefix) > LONGEST_ID:
-            return []
+        """Sessions whose id starts with `prefix` (so users can type short ids)."""
         pattern = like_prefix(prefix)
         rows = self._query(
             f"SELECT {SESSION_COLUMNS} FROM session WHERE session_id LIKE ? ESCAPE '\\' "
