@@ -281,3 +281,25 @@ def test_an_export_saved_with_a_byte_order_mark_is_imported(
     assert result.returncode == 0, result.stderr
     found = run_cli("--profile", "other", "memory", "search", "Gazelle", "--json")
     assert "my bike is a blue Gazelle" in found.stdout, found.stdout
+
+
+def test_a_knowledge_folder_moved_away_while_watched_is_no_longer_found(tmp_path: Path) -> None:
+    """A knowledge folder itself renamed while a chat ran (no watcher event says so) stayed
+    searchable: /knowledge gave its notes at paths that no longer existed, and the model
+    was told of them. Moved back, its notes are found again."""
+    from seelen.knowledge.library import Knowledge
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "boat.md").write_text("The boat is moored at pier seven.\n", "utf-8")
+    knowledge = Knowledge([str(notes)], tmp_path / "state")
+    knowledge.start()
+    try:
+        assert knowledge.wait_ready(20)
+        assert [p.path for p in knowledge.search("boat pier", 500)] == ["notes/boat.md"]
+        notes.rename(tmp_path / "notes.old")
+        assert knowledge.search("boat pier", 500) == []
+        (tmp_path / "notes.old").rename(notes)
+        assert [p.path for p in knowledge.search("boat pier", 500)] == ["notes/boat.md"]
+    finally:
+        knowledge.close()
