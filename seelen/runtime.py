@@ -38,6 +38,7 @@ from seelen.counts import counted
 from seelen.errors import ConfigError, SeelenError
 from seelen.files import private_dir
 from seelen.store import OutdatedStore, Session, Store
+from seelen.store.records import LONGEST_ID
 
 T = TypeVar("T")
 
@@ -336,15 +337,22 @@ def _unique(prefix: str, find: Callable[[str], list[T]], missing: str, kind: str
     return matches[0]
 
 
+def _quoted(prefix: str) -> str:
+    """`prefix` quoted for an error line; one longer than any id (a pasted text) is cut."""
+    if len(prefix) <= LONGEST_ID:
+        return repr(prefix)
+    return f"{prefix[:LONGEST_ID]!r}… ({len(prefix):,} characters)"
+
+
 def resolve_session(app: App, prefix: str) -> Session:
     """A session by its id or a unique prefix of it (at least 4 characters)."""
-    missing = f"no session starts with {prefix!r} (see `seelen sessions list`)"
+    missing = f"no session starts with {_quoted(prefix)} (see `seelen sessions list`)"
     return _unique(prefix, app.store.find_sessions, missing, "sessions")
 
 
 def forget_text(app: App, text_id: str) -> int:
     """Delete one turn or summary (by id or unique prefix) from SQLite and LanceDB."""
-    missing = f"no memory has the id {text_id!r} (see `seelen memory search`)"
+    missing = f"no memory has the id {_quoted(text_id)} (see `seelen memory search`)"
     ids = [_unique(text_id, app.store.find_text_ids, missing, "memories")]
     n = app.store.delete_texts(ids)
     app.forget(ids)

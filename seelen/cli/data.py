@@ -59,14 +59,20 @@ def import_into(app: App, text: str, console: Console) -> ImportReport:
 
 
 @contextlib.contextmanager
-def stored_when_stopped(console: Console) -> Iterator[None]:
-    """Around the embedding of texts already stored: Ctrl-C says that they are stored and
-    who embeds the rest (typer turns it into exit 130 without a word)."""
+def said_when_stopped(console: Console, line: str) -> Iterator[None]:
+    """Ctrl-C inside says `line` (what is kept, who goes on) on `console`, then exits 130 as
+    before (typer turns the KeyboardInterrupt into exit 130 without a word)."""
     try:
         yield
     except KeyboardInterrupt:
-        console.print(STOPPED_EMBEDDING, markup=False)
+        console.print(line, markup=False)
         raise
+
+
+def stored_when_stopped(console: Console) -> contextlib.AbstractContextManager[None]:
+    """Around the embedding of texts already stored: Ctrl-C says that they are stored and
+    who embeds the rest."""
+    return said_when_stopped(console, STOPPED_EMBEDDING)
 
 
 def index_with_progress(app: App, console: Console) -> int:

@@ -50,6 +50,11 @@ STOPPED_WAITING = (
     "seelen: stopped waiting; the background process finishes an import it had begun "
     "(`seelen db stats` shows it; importing the file again adds only what is missing)"
 )
+# What Ctrl-C during `--wait`'s embedding bar says: the import is done, the owner embeds on.
+STOPPED_WAITING_FOR_VECTORS = (
+    "seelen: stopped waiting; every text is imported and keyword search finds it; the "
+    "background process goes on embedding them (`seelen db stats` says how far it is)"
+)
 # How often `--wait` asks the owner how many texts still wait for their vectors.
 WAIT_POLL_SECONDS = 0.5
 
@@ -59,6 +64,7 @@ def through_owner(settings: Settings, path: str, fmt: str | None, *, wait: bool)
     owner can run here (the caller imports in this process). Raises SeelenError with the
     owner's one line when the file is not an export."""
     from seelen.cli.common import bar_on_first_use, stderr_console
+    from seelen.cli.data import said_when_stopped
     from seelen.client.exchange import import_file
     from seelen.protocol.events import Failed
 
@@ -84,7 +90,8 @@ def through_owner(settings: Settings, path: str, fmt: str | None, *, wait: bool)
         return True
     console.print(final.line + " Keyword search finds them now.", markup=False)
     if wait:
-        _wait_for_vectors(settings, console, final.unindexed)
+        with said_when_stopped(console, STOPPED_WAITING_FOR_VECTORS):
+            _wait_for_vectors(settings, console, final.unindexed)
         console.print("Every imported text is embedded: search by meaning finds them too.")
     else:
         console.print(

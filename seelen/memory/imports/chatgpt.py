@@ -37,7 +37,12 @@ def looks_like(data: object) -> bool:
 
 
 def _is_conversation(item: object) -> bool:
-    return isinstance(item, dict) and isinstance(item.get("mapping"), dict)
+    """A conversation: its message tree, or the id ChatGPT gives each (one whose tree is
+    missing or null is a conversation with no messages, not a different kind of file)."""
+    if not isinstance(item, dict):
+        return False
+    tree = item.get("mapping")
+    return isinstance(tree, dict) or (tree is None and "conversation_id" in item)
 
 
 def read(data: object) -> list[Conversation]:
@@ -49,12 +54,14 @@ def read(data: object) -> list[Conversation]:
 
 def conversation(item: object, n: int) -> Conversation:
     """The `n`th conversation: the messages on the path from `current_node` to the root."""
-    if not isinstance(item, dict) or not _is_conversation(item):
+    if not isinstance(item, dict) or not isinstance(item.get("mapping") or {}, dict):
         raise HistoryError(f"ChatGPT export: conversation {n} has no message tree (mapping)")
     key = item.get("conversation_id") or item.get("id")
     if not isinstance(key, str) or not key:
         raise HistoryError(f"ChatGPT export: conversation {n} has no id")
-    mapping: dict[str, Any] = item["mapping"]
+    # No tree (missing, or null): nothing to import from it, and no reason to refuse the
+    # export's other conversations (the import used to stop at it, importing none).
+    mapping: dict[str, Any] = item.get("mapping") or {}
     messages, last_time = [], None
     for node in _path(item, mapping):
         message = _message(node, mapping[node])

@@ -117,7 +117,7 @@ def _recognise_stream(opener: Opener, where: str, fmt: str | None) -> Export:
     with opener() as stream:
         data = stream.read()
     try:
-        return _recognise(data.decode("utf-8"), fmt)
+        return _recognise(data.decode("utf-8-sig"), fmt)  # a BOM, as the stream reads it
     except UnicodeDecodeError:
         raise HistoryError(f"{where} is not UTF-8 text") from None
 
@@ -237,8 +237,8 @@ def _recognise(text: str, fmt: str | None) -> Export:
         raise HistoryError(f"this is {NAMES[kind]} export, not {NAMES[fmt]}: use --from {kind}")
     if kind == "seelen" or (kind == "empty" and fmt == "seelen"):
         return Export("seelen", text=text)
-    if kind == "empty":
-        return Export(fmt or "empty")
+    if kind == "empty":  # whatever --from said: "from  (0 conversations…)" said nothing
+        return Export("empty")
     reader = chatgpt.read if kind == "chatgpt" else claude.read
     return Export(kind, conversations=Conversations.of(reader(data)))
 
@@ -246,8 +246,8 @@ def _recognise(text: str, fmt: str | None) -> Export:
 def _kind(data: object, fmt: str | None) -> str:
     """The export's kind by its shape; for anything else, the kind asked for (whose reader
     then says what is wrong), Seelen's when none was."""
-    if data == []:
-        return "empty"
+    if data == [] or (isinstance(data, dict) and data.get("conversations") == []):
+        return "empty"  # a list of none, or Claude's wrapped list of none
     if chatgpt.looks_like(data):
         return "chatgpt"
     if claude.looks_like(data):
