@@ -61,7 +61,7 @@ async def test_the_model_and_mcp_clients_see_a_waiting_archive_as_pending(
 
 
 def test_the_scale_tables_mcp_row_prints_its_row_alone(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    data_dir: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """bench_scale.py's `seelen mcp` row printed bench_mcp_server's own four lines into the
     Markdown table, and each start's "seelen mcp: serves …" on stderr between the rows."""
@@ -69,8 +69,8 @@ def test_the_scale_tables_mcp_row_prints_its_row_alone(
     import scale_rows
 
     seelen = str(Path(sys.executable).with_name("seelen"))
-    # A data dir with no profile: `seelen mcp` answers tools/list and starts no owner.
-    scale_rows.mcp_row(seelen, tmp_path, "http://127.0.0.1:9/v1", starts=1)
+    # The test's own data dir, so that the owner `seelen mcp` starts ends with the test.
+    scale_rows.mcp_row(seelen, data_dir, "http://127.0.0.1:9/v1", starts=1)
     out, err = capfd.readouterr()
     assert out.splitlines() == [out.strip()] and out.startswith("| `seelen mcp`: start"), out
     assert "median" in out and "MiB" in out, out
