@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import socket
 import statistics
@@ -167,7 +168,7 @@ async def http_run(questions: list[str], searches: int) -> None:
 
 def line(label: str, values: list[float], unit: str) -> str:
     values = sorted(values)
-    p95 = values[max(0, int(len(values) * 0.95) - 1)]
+    p95 = values[max(0, math.ceil(len(values) * 0.95) - 1)]  # nearest rank: of 2, the larger
     return (
         f"{label:<40} median {statistics.median(values):7.1f} {unit}   "
         f"p95 {p95:7.1f} {unit}   max {values[-1]:7.1f} {unit}"
