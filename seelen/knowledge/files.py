@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -85,26 +86,28 @@ def walk(
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                     continue
-                note = note_file(entry.path, root, rules)
-                if note is None and too_large is not None and _oversized(entry, root, rules):
-                    too_large.add(entry.path)
+                st = _candidate(entry.path, root, rules)
             except OSError:
                 continue
-            if note is not None:
-                yield note
-
-
-def _oversized(entry: os.DirEntry[str], root: str, rules: NoteFilter) -> bool:
-    """True when `entry` would be a note (its name, inside the folder, a regular file) but
-    for its size."""
-    if not rules.wants_name(entry.name) or not entry.is_file() or not inside(entry.path, root):
-        return False
-    return entry.stat().st_size > rules.max_bytes
+            if st is not None and st.st_size > rules.max_bytes:
+                if too_large is not None:
+                    too_large.add(entry.path)
+            elif st is not None:
+                yield NoteFile(entry.path, root, st.st_mtime_ns, st.st_size)
 
 
 def note_file(path: str, root: str, rules: NoteFilter) -> NoteFile | None:
     """The note at `path`, or None when it is not one (any more): wrong name, hidden,
     too large, outside the folder, not a regular file, or gone."""
+    st = _candidate(path, root, rules)
+    if st is None or st.st_size > rules.max_bytes:
+        return None
+    return NoteFile(path, root, st.st_mtime_ns, st.st_size)
+
+
+def _candidate(path: str, root: str, rules: NoteFilter) -> os.stat_result | None:
+    """The stat of the file at `path` when it is a note but for its size (its name, not
+    hidden, inside the folder, a regular file); None otherwise, or when it is gone."""
     if not rules.wants_name(os.path.basename(path)) or _hidden_below(path, root):
         return None
     if not inside(path, root):
@@ -113,9 +116,7 @@ def note_file(path: str, root: str, rules: NoteFilter) -> NoteFile | None:
         st = os.stat(path)  # follows a link, whose target was just checked to be inside
     except OSError:
         return None
-    if not os.path.isfile(path) or st.st_size > rules.max_bytes:
-        return None
-    return NoteFile(path, root, st.st_mtime_ns, st.st_size)
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
 def _hidden_below(path: str, root: str) -> bool:
