@@ -160,7 +160,8 @@ def test_a_rebuild_is_swapped_in_only_when_complete(indexed, tmp_path: Path) -> 
 def test_a_swap_cut_short_by_a_crash_is_finished_on_open(indexed, tmp_path: Path) -> None:
     store, index, indexer = indexed
     staged = index.staging()
-    indexer._embed_into(staged, "turns", store.indexable("turns", 0, 100)[1])
+    items = store.indexable("turns", 0, 100)[1]
+    indexer._add(staged, "turns", list(zip(items, indexer._vectors("turns", items), strict=True)))
     (staged.path / "seelen_complete").touch()
     (tmp_path / "lancedb").rename(tmp_path / "lancedb.old-20260101T000000")  # crash here
     store, index, indexer = opened(tmp_path)

@@ -226,9 +226,6 @@ class Indexer:
         texts = self._with_context(items) if kind == "turns" else [i.text for i in items]
         return self.embedder.embed(texts)
 
-    def _embed_into(self, index: VectorIndex, kind: str, items: Sequence[Turn | Summary]) -> None:
-        self._add(index, kind, list(zip(items, self._vectors(kind, items), strict=True)))
-
     @staticmethod
     def _add(index: VectorIndex, kind: str, pairs: Sequence[tuple[Turn | Summary, Any]]) -> None:
         from seelen.vectors import VectorRow
