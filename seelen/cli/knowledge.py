@@ -100,20 +100,16 @@ def say_skipped(knowledge: Knowledge) -> None:
     from seelen.cli.common import stderr_console
     from seelen.knowledge.files import display_path
 
-    skipped = knowledge.progress.skipped
-    if skipped:
-        names = ", ".join(display_path(p, knowledge.roots) for p in skipped[:5])
-        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
-        are = "is" if len(skipped) == 1 else "are"
-        line = f"skipped {counted(len(skipped), 'file')} that {are} not text: {names}{more}"
-        stderr_console().print(line, markup=False)
-    large = sorted(knowledge.progress.too_large)
-    if large:
-        names = ", ".join(display_path(p, knowledge.roots) for p in large[:5])
-        more = f" and {len(large) - 5} more" if len(large) > 5 else ""
-        limit = f"KNOWLEDGE_MAX_BYTES, {knowledge.rules.max_bytes:,} bytes"
-        line = f"skipped {counted(len(large), 'file')} over the size limit ({limit}): {names}{more}"
-        stderr_console().print(line, markup=False)
+    skipped, large = knowledge.progress.skipped, sorted(knowledge.progress.too_large)
+    are = "is" if len(skipped) == 1 else "are"
+    limit = f"KNOWLEDGE_MAX_BYTES, {knowledge.rules.max_bytes:,} bytes"
+    reasons = (skipped, f"that {are} not text"), (large, f"over the size limit ({limit})")
+    for paths, why in reasons:
+        if paths:
+            names = ", ".join(display_path(p, knowledge.roots) for p in paths[:5])
+            more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+            line = f"skipped {counted(len(paths), 'file')} {why}: {names}{more}"
+            stderr_console().print(line, markup=False)
 
 
 @knowledge_app.command("remove")
